@@ -1,0 +1,38 @@
+// Command kdiag finds, explains and reproduces CLOSE_WAIT buildup between
+// Kafka producers and brokers. See README.md.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/kdiag/kdiag/internal/cmd/root"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	f := cmdutil.NewFactory(cmdutil.System(), exe)
+	cmd := root.NewCmdRoot(f)
+	if err := cmd.Execute(); err != nil {
+		if msg := err.Error(); msg != "" && !isSilent(err) {
+			fmt.Fprintln(f.IO.ErrOut, "kdiag:", msg)
+		}
+		return cmdutil.ExitCode(err)
+	}
+	return 0
+}
+
+// isSilent reports an ExitError without a message: the command already
+// printed what it had to.
+func isSilent(err error) bool {
+	ee, ok := err.(*cmdutil.ExitError)
+	return ok && ee.Err == nil
+}

@@ -1,0 +1,101 @@
+// Package config reads Kafka producer configuration files into positioned
+// key/value entries: Java client .properties, librdkafka properties, and
+// Spring Boot application.properties / application.yml. It only parses; what
+// the keys mean is the business of package rules (lint) and producer.
+package config
+
+import "fmt"
+
+// Dialect is the kind of configuration a file holds.
+type Dialect int
+
+// Dialects.
+const (
+	// Unknown means the dialect is to be detected.
+	Unknown Dialect = iota
+	// Java is a Java client .properties file (producer.properties).
+	Java
+	// Librdkafka is a librdkafka properties file (same syntax, its own keys).
+	Librdkafka
+	// Spring is a Spring Boot application.properties or application.yml.
+	Spring
+)
+
+// String returns the dialect's flag name: java, librdkafka, spring.
+func (d Dialect) String() string {
+	switch d {
+	case Java:
+		return "java"
+	case Librdkafka:
+		return "librdkafka"
+	case Spring:
+		return "spring"
+	}
+	return "unknown"
+}
+
+// ParseDialect reads a --dialect value.
+func ParseDialect(s string) (Dialect, error) {
+	switch s {
+	case "java":
+		return Java, nil
+	case "librdkafka":
+		return Librdkafka, nil
+	case "spring":
+		return Spring, nil
+	case "", "auto":
+		return Unknown, nil
+	}
+	return Unknown, fmt.Errorf("unknown dialect %q (want java, librdkafka or spring)", s)
+}
+
+// Pos is a 1-based line and column (columns count runes) in a file.
+type Pos struct {
+	Line int `json:"line"`
+	Col  int `json:"column"`
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
+
+// Entry is one key/value setting as written in a file.
+type Entry struct {
+	// Key is the producer config key the entry sets (for Spring, the key it
+	// maps to: spring.kafka.producer.batch-size sets batch.size).
+	Key string `json:"key"`
+	// RawKey is the key as written, after unescaping (for YAML, the dotted
+	// path to the value).
+	RawKey string `json:"raw_key"`
+	// Value is the value after unescaping and line joining.
+	Value string `json:"value"`
+	// KeyPos and ValuePos point at the first character of the key and value
+	// as written (for a continued value, where it starts).
+	KeyPos   Pos `json:"key_pos"`
+	ValuePos Pos `json:"value_pos"`
+	// Doc is the YAML document index (0 for properties files).
+	Doc int `json:"doc,omitempty"`
+	// Rank orders entries for the same Key by precedence (Spring: typed
+	// settings < spring.kafka.properties.* < spring.kafka.producer.properties.*);
+	// among equal ranks the later entry wins.
+	Rank int `json:"rank,omitempty"`
+}
+
+// Comment is a comment line (properties: # or !, YAML: #), for suppressions.
+type Comment struct {
+	Text string `json:"text"` // without the comment marker
+	Pos  Pos    `json:"pos"`
+}
+
+// Problem is a syntax problem the parser recovered from (it keeps going).
+type Problem struct {
+	Pos Pos    `json:"pos"`
+	Msg string `json:"msg"`
+}
+
+// File is a parsed configuration file.
+type File struct {
+	Path     string    `json:"path"`
+	Dialect  Dialect   `json:"-"`
+	Entries  []Entry   `json:"entries"`
+	Comments []Comment `json:"comments,omitempty"`
+	Problems []Problem `json:"problems,omitempty"`
+}

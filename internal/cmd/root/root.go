@@ -1,0 +1,34 @@
+// Package root assembles kdiag's command tree.
+package root
+
+import (
+	"github.com/kdiag/kdiag/internal/cmd/version"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/spf13/cobra"
+)
+
+// NewCmdRoot returns the kdiag command with every subcommand attached.
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kdiag <command> [flags]",
+		Short: "Diagnose CLOSE_WAIT buildup between Kafka producers and brokers",
+		Long: `kdiag finds, explains and reproduces CLOSE_WAIT buildup on Kafka producer hosts.
+
+  See:       kdiag scan, kdiag watch, kdiag report
+  Check:     kdiag lint, kdiag rules
+  Reproduce: kdiag repro, kdiag broker, kdiag produce`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetOut(f.IO.Out)
+	cmd.SetErr(f.IO.ErrOut)
+	cmd.PersistentFlags().StringVar(&f.ProcRoot, "proc-root", f.ProcRoot, "root of the proc filesystem (for fixtures)")
+	_ = cmd.PersistentFlags().MarkHidden("proc-root")
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return cmdutil.UsageErrorf("%w (see '%s --help')", err, c.CommandPath())
+	})
+
+	cmd.AddCommand(version.NewCmdVersion(f))
+	// Subcommands register here, one line each.
+	return cmd
+}

@@ -1,0 +1,275 @@
+// Package netstat is kdiag's socket source: it lists the TCP sockets of the
+// host and of every network namespace its processes live in, through a
+// NETLINK_SOCK_DIAG (inet_diag) dump or, as a fallback, /proc/net/tcp{,6},
+// and attributes each socket to the process and file descriptor that hold it.
+//
+// The types in this file are shared by every part of kdiag (scan, watch, the
+// analyzer, repro) and by the JSON records of `kdiag watch --record`; change
+// their JSON names only with a migration of recorded files.
+package netstat
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// State is a TCP state numbered as the kernel numbers it
+// (include/net/tcp_states.h, enum TCP_ESTABLISHED = 1 ...).
+type State uint8
+
+// TCP states, kernel numbering.
+const (
+	Established State = 1 + iota
+	SynSent
+	SynRecv
+	FinWait1
+	FinWait2
+	TimeWait
+	Close
+	CloseWait
+	LastAck
+	Listen
+	Closing
+	NewSynRecv
+	maxState
+)
+
+var stateNames = [...]string{
+	Established: "ESTABLISHED",
+	SynSent:     "SYN_SENT",
+	SynRecv:     "SYN_RECV",
+	FinWait1:    "FIN_WAIT1",
+	FinWait2:    "FIN_WAIT2",
+	TimeWait:    "TIME_WAIT",
+	Close:       "CLOSE",
+	CloseWait:   "CLOSE_WAIT",
+	LastAck:     "LAST_ACK",
+	Listen:      "LISTEN",
+	Closing:     "CLOSING",
+	NewSynRecv:  "NEW_SYN_RECV",
+}
+
+// String returns the state as the kernel names it, e.g. "CLOSE_WAIT".
+func (s State) String() string {
+	if s > 0 && s < maxState {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("STATE_%d", uint8(s))
+}
+
+// Flag returns the state written as a flag value, e.g. "close-wait".
+func (s State) Flag() string {
+	return strings.ToLower(strings.ReplaceAll(s.String(), "_", "-"))
+}
+
+// MarshalText writes the kernel's name, so JSON carries "CLOSE_WAIT".
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText accepts any spelling ParseState accepts.
+func (s *State) UnmarshalText(b []byte) error {
+	v, err := ParseState(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// ParseState accepts a state in the kernel's spelling (CLOSE_WAIT), the flag
+// spelling (close-wait) or without separators (closewait), any case.
+func ParseState(s string) (State, error) {
+	norm := strings.ToUpper(strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.TrimSpace(s)))
+	for st := Established; st < maxState; st++ {
+		if strings.ReplaceAll(stateNames[st], "_", "") == norm {
+			return st, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown TCP state %q (want one of %s)", s, strings.Join(StateFlagNames(), ", "))
+}
+
+// StateFlagNames lists every state in flag spelling, in kernel order.
+func StateFlagNames() []string {
+	out := make([]string, 0, int(maxState)-1)
+	for st := Established; st < maxState; st++ {
+		out = append(out, st.Flag())
+	}
+	return out
+}
+
+// StateSet is a set of states as the bitmask inet_diag_req_v2.idiag_states
+// takes: bit 1<<state for each state wanted.
+type StateSet uint32
+
+// AllStates is every TCP state.
+const AllStates StateSet = (1<<maxState - 1) &^ 1
+
+// States returns the set of the given states.
+func States(states ...State) StateSet {
+	var set StateSet
+	for _, s := range states {
+		set |= 1 << s
+	}
+	return set
+}
+
+// Has reports whether s is in the set.
+func (set StateSet) Has(s State) bool { return set&(1<<s) != 0 }
+
+// ParseStateSet parses a comma list of states ("close-wait,established");
+// "" or "all" is every state.
+func ParseStateSet(list string) (StateSet, error) {
+	list = strings.TrimSpace(list)
+	if list == "" || strings.EqualFold(list, "all") {
+		return AllStates, nil
+	}
+	var set StateSet
+	for _, part := range strings.Split(list, ",") {
+		st, err := ParseState(part)
+		if err != nil {
+			return 0, err
+		}
+		set |= 1 << st
+	}
+	return set, nil
+}
+
+// Family is an address family: AF_INET (2) or AF_INET6 (10).
+type Family uint8
+
+// Address families, as in <sys/socket.h>.
+const (
+	IPv4 Family = 2
+	IPv6 Family = 10
+)
+
+// String returns "tcp4" or "tcp6".
+func (f Family) String() string {
+	switch f {
+	case IPv4:
+		return "tcp4"
+	case IPv6:
+		return "tcp6"
+	}
+	return fmt.Sprintf("family%d", uint8(f))
+}
+
+// MarshalText writes "tcp4" or "tcp6".
+func (f Family) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// UnmarshalText reads "tcp4" or "tcp6".
+func (f *Family) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "tcp4":
+		*f = IPv4
+	case "tcp6":
+		*f = IPv6
+	default:
+		return fmt.Errorf("unknown family %q", b)
+	}
+	return nil
+}
+
+// Socket is one TCP socket: the fields of inet_diag_msg
+// (include/uapi/linux/inet_diag.h) or of a /proc/net/tcp line, the tcp_info
+// timer kdiag uses for age, and the process that holds it.
+type Socket struct {
+	Family Family         `json:"family"`
+	State  State          `json:"state"`
+	Local  netip.AddrPort `json:"local"`
+	Remote netip.AddrPort `json:"remote"`
+	// RecvQ and SendQ are idiag_rqueue and idiag_wqueue: for a connected
+	// socket, bytes not yet read by the application and bytes not yet
+	// acknowledged by the peer; for a listener, the accept backlog.
+	RecvQ uint32 `json:"recv_q"`
+	SendQ uint32 `json:"send_q"`
+	// Inode is the socket's inode number, the key to /proc/<pid>/fd links
+	// ("socket:[12345]"). 0 for sockets no longer owned by a file (TIME_WAIT).
+	Inode uint64 `json:"inode"`
+	UID   uint32 `json:"uid"`
+	// Age is, when HasAge is true, tcp_info's time since data or an ACK was
+	// last received (min of tcpi_last_data_recv and tcpi_last_ack_recv). For a
+	// CLOSE_WAIT socket nothing arrives after the peer's FIN, so it is how long
+	// ago the FIN came: the socket's age in CLOSE_WAIT. /proc/net/tcp has no
+	// such field, so sockets from the fallback have HasAge false.
+	Age    time.Duration `json:"-"`
+	HasAge bool          `json:"-"`
+	// NetNS is the inode of the network namespace the socket lives in
+	// (/proc/<pid>/ns/net), 0 when unknown.
+	NetNS uint64 `json:"netns"`
+	// PID and FD are the process and descriptor holding the socket; 0 and -1
+	// when unattributed.
+	PID int `json:"pid"`
+	FD  int `json:"fd"`
+}
+
+// socketJSON adds age_ms, present only when the age is known.
+type socketJSON struct {
+	socketAlias
+	AgeMS *int64 `json:"age_ms"`
+}
+
+type socketAlias Socket
+
+// MarshalJSON writes the socket with age_ms (null when unknown).
+func (s Socket) MarshalJSON() ([]byte, error) {
+	j := socketJSON{socketAlias: socketAlias(s)}
+	if s.HasAge {
+		ms := s.Age.Milliseconds()
+		j.AgeMS = &ms
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Socket) UnmarshalJSON(b []byte) error {
+	var j socketJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = Socket(j.socketAlias)
+	if j.AgeMS != nil {
+		s.Age, s.HasAge = time.Duration(*j.AgeMS)*time.Millisecond, true
+	}
+	return nil
+}
+
+// Attributed reports whether the socket was mapped to a process.
+func (s Socket) Attributed() bool { return s.PID > 0 }
+
+// Process is what kdiag knows of a process that holds sockets.
+type Process struct {
+	PID     int    `json:"pid"`
+	Name    string `json:"name"`
+	Cmdline string `json:"cmdline"`
+	User    string `json:"user"`
+	UID     uint32 `json:"uid"`
+	// StartTime is when the process started (from /proc/<pid>/stat).
+	StartTime time.Time `json:"start_time"`
+	// NetNS is the inode of /proc/<pid>/ns/net.
+	NetNS uint64 `json:"netns"`
+	// Container is the container ID from /proc/<pid>/cgroup, "" on the host.
+	Container string `json:"container,omitempty"`
+	// Kafka says why kdiag takes the process for a Kafka client
+	// ("kafka-clients on class path", "maps librdkafka", "sockets to
+	// brokers"); "" when it does not.
+	Kafka string `json:"kafka,omitempty"`
+	// States counts the process's sockets by state name.
+	States map[string]int `json:"states"`
+}
+
+// Snapshot is one scan: every socket that matched the query, the processes
+// holding them, and the notes about what could not be seen. It is the unit of
+// `kdiag watch --record` (one JSON line each) and of the analyzer.
+type Snapshot struct {
+	Time      time.Time `json:"time"`
+	Source    string    `json:"source"` // "netlink" or "proc"
+	Sockets   []Socket  `json:"sockets"`
+	Processes []Process `json:"processes"`
+	// Notes are conditions that limited the scan but did not stop it: a
+	// process that exited, fds that could not be read, a namespace that could
+	// not be entered. Each is said once per scan.
+	Notes []string `json:"notes,omitempty"`
+}

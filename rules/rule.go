@@ -1,0 +1,107 @@
+// Package rules is kdiag's config linter: a catalog of the Java producer's
+// and librdkafka's settings, and rules (as data) that find connection risks
+// and the mistakes the Java client would reject or silently override.
+//
+// A Rule is a value; everything that describes a rule (kdiag rules, kdiag
+// rules explain, SARIF tool.driver.rules, docs/rules.md) is generated from it.
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kdiag/kdiag/config"
+)
+
+// Severity is how bad a finding is.
+type Severity int
+
+// Severities, ordered: a --fail-on threshold compares with >=.
+const (
+	Info Severity = iota + 1
+	Warning
+	Error
+)
+
+// String returns "info", "warning" or "error".
+func (s Severity) String() string {
+	switch s {
+	case Info:
+		return "info"
+	case Warning:
+		return "warning"
+	case Error:
+		return "error"
+	}
+	return fmt.Sprintf("severity(%d)", int(s))
+}
+
+// MarshalText writes the severity's name.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// ParseSeverity reads "info", "warning" or "error".
+func ParseSeverity(s string) (Severity, error) {
+	switch strings.ToLower(s) {
+	case "info", "note":
+		return Info, nil
+	case "warning", "warn":
+		return Warning, nil
+	case "error":
+		return Error, nil
+	}
+	return 0, fmt.Errorf("unknown severity %q (want info, warning or error)", s)
+}
+
+// Rule is one lint rule. ID is "KD" and three digits, unique in the catalog.
+type Rule struct {
+	ID       string
+	Title    string
+	Severity Severity
+	// Category groups rules in docs: "connection", "bootstrap", "crossfield",
+	// "type", "keys", "secrets", "suppression".
+	Category    string
+	Rationale   string
+	Remediation string
+	// Source names the fact the rule rests on: a Kafka or librdkafka source
+	// file and symbol, or a row of ../shared/reference.
+	Source string
+	// Dialects the rule applies to; nil means every dialect.
+	Dialects []config.Dialect
+	// Check inspects one file and reports findings through the pass.
+	Check func(*Pass)
+}
+
+// Finding is one problem found in one file: the single record every output
+// format (text, json, sarif) is written from.
+type Finding struct {
+	RuleID   string     `json:"rule"`
+	Severity Severity   `json:"severity"`
+	Message  string     `json:"message"`
+	Path     string     `json:"path"`
+	Pos      config.Pos `json:"pos"`
+	// Key is the config key concerned, "" for file-level findings.
+	Key string `json:"key,omitempty"`
+	// Evidence is the offending text with secrets redacted; never a password.
+	Evidence string `json:"evidence,omitempty"`
+	// Fix is the remediation for this occurrence (may be more specific than
+	// the rule's).
+	Fix string `json:"fix,omitempty"`
+}
+
+// Options are the settings a lint run applies to every file.
+type Options struct {
+	// KafkaVersion selects version-dependent defaults and checks: "3.9" or
+	// "4.0" and later ("4.x"); default "4.x".
+	KafkaVersion string
+	// BrokerIdleMS is the broker's connections.max.idle.ms (default 600000,
+	// or from --broker-config / --broker-idle-ms).
+	BrokerIdleMS int64
+}
+
+// Pass is what a rule's Check sees of one file, and how it reports.
+type Pass struct {
+	File    *config.File
+	Options Options
+	// Report records a finding.
+	Report func(Finding)
+}

@@ -1,0 +1,81 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+)
+
+// Parse parses data as dialect d, detecting the dialect first when d is
+// Unknown (see Detect). A Spring file is read as YAML when its name ends in
+// .yml or .yaml, or, for a name without either extension (standard input),
+// when its content looks like YAML; otherwise as application.properties.
+func Parse(name string, data []byte, d Dialect) (*File, error) {
+	if d == Unknown {
+		d = Detect(name, data)
+	}
+	switch d {
+	case Java, Librdkafka:
+		f, err := ParseProperties(name, bytes.NewReader(data))
+		if f != nil {
+			f.Dialect = d
+		}
+		return f, err
+	case Spring:
+		if isYAML(name, data) {
+			return ParseSpringYAML(name, data)
+		}
+		return ParseSpringProperties(name, bytes.NewReader(data))
+	}
+	return nil, fmt.Errorf("%s: unknown dialect %d", name, d)
+}
+
+// Effective returns the entry that wins for each producer key: the highest
+// Rank, and among equal ranks the last one written (Properties.load keeps
+// the last put; Spring binds the last document last).
+func (f *File) Effective() map[string]Entry {
+	m := make(map[string]Entry, len(f.Entries))
+	for _, e := range f.Entries {
+		if old, ok := m[e.Key]; ok && old.Rank > e.Rank {
+			continue
+		}
+		m[e.Key] = e
+	}
+	return m
+}
+
+// Duplicates returns each producer key set more than once at the same
+// Rank, with all its entries at that rank in file order (the last one wins).
+// Entries of different ranks for one key are not duplicates: in Spring that
+// is the documented way to override a typed setting. A key repeated at two
+// ranks lists the lower rank's entries first.
+func (f *File) Duplicates() map[string][]Entry {
+	type kr struct {
+		key  string
+		rank int
+	}
+	count := map[kr]int{}
+	for _, e := range f.Entries {
+		count[kr{e.Key, e.Rank}]++
+	}
+	d := map[string][]Entry{}
+	for _, e := range f.Entries {
+		if count[kr{e.Key, e.Rank}] > 1 {
+			d[e.Key] = append(d[e.Key], e)
+		}
+	}
+	for _, es := range d {
+		sort.SliceStable(es, func(i, j int) bool { return es[i].Rank < es[j].Rank })
+	}
+	return d
+}
+
+// Map returns the effective value of each producer key.
+func (f *File) Map() map[string]string {
+	eff := f.Effective()
+	m := make(map[string]string, len(eff))
+	for k, e := range eff {
+		m[k] = e.Value
+	}
+	return m
+}

@@ -1,0 +1,404 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// ParseProperties parses name's content in the syntax of Java's
+// java.util.Properties.load (also the syntax of librdkafka's property files,
+// which follow it) into one Entry per key/value line, in file order. Key and
+// RawKey are the unescaped key.
+//
+// The rules are those of Properties.load (JDK 17, Properties.LineReader and
+// load0):
+//   - A logical line is a natural line plus its continuations: a line that
+//     ends in an odd number of backslashes continues on the next one, whose
+//     leading blanks (space, tab, form feed) are dropped. A line ends at \n,
+//     \r or \r\n.
+//   - A natural line whose first non-blank character is # or ! is a comment;
+//     it is kept in File.Comments (Text is what follows the marker, with the
+//     surrounding blanks trimmed) so that suppressions such as
+//     "# kdiag:ignore KD101 reason" can be read. There are no trailing
+//     comments: "a=b # c" sets a to "b # c". (The lint testdata convention
+//     "key=value  # want KD101" therefore leaves the "# want" text in the
+//     value; the rules tests strip it themselves.)
+//   - The key runs to the first unescaped '=', ':' or blank; blanks around
+//     the separator are skipped, and the value is the rest of the line.
+//   - Escapes, in keys and values alike: \uXXXX, \t \n \r \f, and \x -> x
+//     for any other x ("a\=b=c" has key "a=b").
+//
+// The input is read as UTF-8, as Properties.load(Reader) with a UTF-8 reader
+// does, not as ISO-8859-1, which is what Properties.load(InputStream) assumes
+// (Java 9+ reads PropertyResourceBundle files as UTF-8 too). A leading UTF-8
+// byte order mark is kept as part of the first key, as Java keeps it, and
+// reported as a Problem, because Java would not recognise that key.
+//
+// Where Java would throw (a malformed \uXXXX escape) or the input is not
+// what it should be (invalid UTF-8, a lone UTF-16 surrogate, a file that ends
+// in a line continuation), ParseProperties records a Problem and goes on: a
+// malformed escape is kept as written, invalid UTF-8 becomes U+FFFD. The
+// error is only for a reader that fails.
+//
+// Positions are 1-based lines and columns counted in runes; KeyPos and
+// ValuePos point at the first character of the key and value as written (for
+// a value that starts on a continuation line, on that line). An empty value's
+// ValuePos is just past the end of its logical line.
+func ParseProperties(name string, r io.Reader) (*File, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	f := &File{Path: name, Dialect: Java}
+	parsePropertiesInto(f, data)
+	return f, nil
+}
+
+// propLine is one logical line: its characters with where each was written.
+type propLine struct {
+	text  []rune
+	pos   []Pos
+	start Pos // where the logical line starts (for an empty line: its backslash)
+	end   Pos // just past its last character
+}
+
+// propReader turns the input into logical lines, as Properties.LineReader.
+type propReader struct {
+	f   *File
+	src []rune
+	pos []Pos
+	eof Pos // position just past the input
+	i   int
+}
+
+// parsePropertiesInto appends data's entries, comments and problems to f.
+func parsePropertiesInto(f *File, data []byte) {
+	pr := &propReader{f: f}
+	pr.decode(data)
+	for {
+		ln, ok := pr.readLine()
+		if !ok {
+			return
+		}
+		f.Entries = append(f.Entries, pr.entry(ln))
+	}
+}
+
+// decode splits data into runes with their positions, replacing invalid
+// UTF-8 by U+FFFD (one problem per line, so that a binary file does not
+// bury the report).
+func (pr *propReader) decode(data []byte) {
+	pr.src = make([]rune, 0, len(data))
+	pr.pos = make([]Pos, 0, len(data))
+	line, col := 1, 1
+	badLine := 0
+	if strings.HasPrefix(string(data), "\uFEFF") {
+		pr.f.Problems = append(pr.f.Problems, Problem{Pos: Pos{1, 1},
+			Msg: "file starts with a UTF-8 byte order mark, which Java's Properties.load keeps as part of the first key: save the file without BOM"})
+	}
+	for i := 0; i < len(data); {
+		c, size := utf8.DecodeRune(data[i:])
+		if c == utf8.RuneError && size == 1 && badLine != line {
+			badLine = line
+			pr.f.Problems = append(pr.f.Problems, Problem{Pos: Pos{line, col},
+				Msg: fmt.Sprintf("invalid UTF-8 byte 0x%02x (read as U+FFFD): save the file as UTF-8", data[i])})
+		}
+		i += size
+		pr.src = append(pr.src, c)
+		pr.pos = append(pr.pos, Pos{line, col})
+		switch {
+		case c == '\n', c == '\r' && (i >= len(data) || data[i] != '\n'):
+			line, col = line+1, 1
+		default:
+			// The \r of \r\n takes a column; the \n then ends the line.
+			col++
+		}
+	}
+	pr.eof = Pos{line, col}
+}
+
+func isBlank(c rune) bool { return c == ' ' || c == '\t' || c == '\f' }
+
+// readLine returns the next logical line, false at the end of input. It
+// follows LineReader.readLine step by step, including its corner cases: a
+// line that is only a backslash continues into the next natural line as if
+// that started a new logical line (so a # there starts a comment), and a
+// backslash alone at the end of input makes an empty line, which Java loads
+// as the key "" with the value "".
+func (pr *propReader) readLine() (propLine, bool) {
+	var ln propLine
+	skipBlank := true
+	appendedLineBegin := false
+	precedingBackslash := false
+	started := false
+	contAtEOF := func() {
+		pr.f.Problems = append(pr.f.Problems, Problem{Pos: ln.pos[len(ln.pos)-1],
+			Msg: "line continuation (\\) at end of file: the file may be truncated"})
+		ln.text, ln.pos = ln.text[:len(ln.text)-1], ln.pos[:len(ln.pos)-1]
+	}
+	finish := func() propLine {
+		if len(ln.pos) > 0 {
+			last := ln.pos[len(ln.pos)-1]
+			ln.end = Pos{last.Line, last.Col + 1}
+		} else {
+			ln.end = ln.start
+		}
+		return ln
+	}
+	for {
+		if pr.i >= len(pr.src) {
+			if len(ln.text) == 0 {
+				return ln, false
+			}
+			if precedingBackslash {
+				contAtEOF()
+			}
+			return finish(), true
+		}
+		c, p := pr.src[pr.i], pr.pos[pr.i]
+		pr.i++
+		if skipBlank {
+			if isBlank(c) {
+				continue
+			}
+			if !appendedLineBegin && (c == '\r' || c == '\n') {
+				continue
+			}
+			skipBlank, appendedLineBegin = false, false
+		}
+		if len(ln.text) == 0 && (c == '#' || c == '!') {
+			j := pr.i
+			for j < len(pr.src) && pr.src[j] != '\n' && pr.src[j] != '\r' {
+				j++
+			}
+			pr.f.Comments = append(pr.f.Comments, Comment{
+				Text: strings.Trim(string(pr.src[pr.i:j]), " \t\f"), Pos: p})
+			pr.i = j
+			if pr.i < len(pr.src) {
+				pr.i++ // the line terminator; a \n after \r is skipped as blank
+			}
+			skipBlank = true
+			continue
+		}
+		if c != '\n' && c != '\r' {
+			if !started {
+				started, ln.start = true, p
+			}
+			ln.text = append(ln.text, c)
+			ln.pos = append(ln.pos, p)
+			precedingBackslash = c == '\\' && !precedingBackslash
+			continue
+		}
+		// End of a natural line.
+		if len(ln.text) == 0 {
+			skipBlank = true
+			continue
+		}
+		if pr.i >= len(pr.src) {
+			if precedingBackslash {
+				contAtEOF()
+			}
+			return finish(), true
+		}
+		if !precedingBackslash {
+			return finish(), true
+		}
+		// Continuation: drop the backslash and the next line's leading blanks.
+		ln.text, ln.pos = ln.text[:len(ln.text)-1], ln.pos[:len(ln.pos)-1]
+		skipBlank, appendedLineBegin, precedingBackslash = true, true, false
+		if c == '\r' && pr.src[pr.i] == '\n' {
+			pr.i++
+		}
+	}
+}
+
+// entry splits a logical line into key and value, as Properties.load0.
+func (pr *propReader) entry(ln propLine) Entry {
+	limit := len(ln.text)
+	keyLen, valueStart := 0, limit
+	hasSep, backslash := false, false
+	for keyLen < limit {
+		c := ln.text[keyLen]
+		if (c == '=' || c == ':') && !backslash {
+			valueStart, hasSep = keyLen+1, true
+			break
+		}
+		if isBlank(c) && !backslash {
+			valueStart = keyLen + 1
+			break
+		}
+		backslash = c == '\\' && !backslash
+		keyLen++
+	}
+	for valueStart < limit {
+		c := ln.text[valueStart]
+		if !isBlank(c) {
+			if hasSep || (c != '=' && c != ':') {
+				break
+			}
+			hasSep = true
+		}
+		valueStart++
+	}
+	key := pr.unescape(ln.text[:keyLen], ln.pos[:keyLen])
+	value := pr.unescape(ln.text[valueStart:], ln.pos[valueStart:])
+	e := Entry{Key: key, RawKey: key, Value: value, KeyPos: ln.start, ValuePos: ln.end}
+	if limit > 0 {
+		e.KeyPos = ln.pos[0]
+	}
+	if valueStart < limit {
+		e.ValuePos = ln.pos[valueStart]
+	}
+	return e
+}
+
+// unescape decodes Properties escapes, as Properties.loadConvert. A \u
+// escape is one UTF-16 code unit; a surrogate pair written as two escapes
+// becomes its one character, a lone surrogate (which Go strings cannot hold)
+// becomes U+FFFD with a Problem.
+func (pr *propReader) unescape(s []rune, pos []Pos) string {
+	if !containsRune(s, '\\') {
+		return string(s)
+	}
+	var b strings.Builder
+	var high rune // pending high surrogate from a \u escape
+	var highPos Pos
+	flushHigh := func() {
+		if high != 0 {
+			pr.f.Problems = append(pr.f.Problems, Problem{Pos: highPos,
+				Msg: fmt.Sprintf("\\u%04X is half of a UTF-16 surrogate pair without its other half (read as U+FFFD)", high)})
+			b.WriteRune(utf8.RuneError)
+			high = 0
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			// A final lone backslash cannot happen in a value (readLine
+			// drops it) nor in a key (it would escape the separator).
+			flushHigh()
+			b.WriteRune(c)
+			continue
+		}
+		i++
+		c = s[i]
+		if c == 'u' {
+			u, ok := hex4(s[i+1:])
+			if !ok {
+				flushHigh()
+				pr.f.Problems = append(pr.f.Problems, Problem{Pos: pos[i-1],
+					Msg: fmt.Sprintf("malformed \\uxxxx escape %q (Java's Properties.load rejects the whole file): write four hex digits, or \\\\u for a literal backslash-u", string(s[i-1:min(i+5, len(s))]))})
+				b.WriteString(`\u`)
+				continue
+			}
+			i += 4
+			switch {
+			case utf16.IsSurrogate(u) && u < 0xDC00:
+				flushHigh()
+				high, highPos = u, pos[i-5]
+			case utf16.IsSurrogate(u):
+				if high != 0 {
+					b.WriteRune(utf16.DecodeRune(high, u))
+					high = 0
+				} else {
+					high, highPos = u, pos[i-5]
+					flushHigh()
+				}
+			default:
+				flushHigh()
+				b.WriteRune(u)
+			}
+			continue
+		}
+		flushHigh()
+		switch c {
+		case 't':
+			c = '\t'
+		case 'r':
+			c = '\r'
+		case 'n':
+			c = '\n'
+		case 'f':
+			c = '\f'
+		}
+		b.WriteRune(c)
+	}
+	flushHigh()
+	return b.String()
+}
+
+// hex4 reads the four hex digits of a \uXXXX escape.
+func hex4(s []rune) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var v rune
+	for _, c := range s[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | (c - '0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | (c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | (c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+func containsRune(s []rune, r rune) bool {
+	for _, c := range s {
+		if c == r {
+			return true
+		}
+	}
+	return false
+}
+
+// EscapeKey writes k so that ParseProperties reads it back as k: the
+// escapes of Properties.store (separators, blanks, comment markers,
+// backslashes and control characters), with non-ASCII left as UTF-8.
+func EscapeKey(k string) string { return escapeProp(k, true) }
+
+// EscapeValue writes v so that ParseProperties reads it back as v, as the
+// value after a separator. Only a leading blank needs escaping in a value,
+// but separators are escaped too, as Properties.store does.
+func EscapeValue(v string) string { return escapeProp(v, false) }
+
+func escapeProp(s string, key bool) string {
+	var b strings.Builder
+	for i, c := range s {
+		switch c {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '=', ':', '#', '!':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case ' ':
+			if key || i == 0 {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(' ')
+		default:
+			if c < 0x20 || c == 0x7f || c == '\uFEFF' {
+				fmt.Fprintf(&b, `\u%04X`, c)
+			} else {
+				b.WriteRune(c)
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,255 @@
+// Package analyzer turns a series of netstat.Snapshot into what a user can act
+// on: per process and per remote endpoint, the socket counts per state over
+// time, the age of every CLOSE_WAIT socket, the growth rate fitted over the
+// window, a verdict (steady, growing, draining) and a diagnosis in words.
+//
+// Everything here is a pure function of the snapshots: no clock, no I/O. A
+// Tracker ingests snapshots one at a time and keeps only compact per-sample
+// counts, so `kdiag watch` can run for hours at 1 Hz; Analyze is the same
+// over a slice (a recording).
+package analyzer
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/kdiag/kdiag/netstat"
+)
+
+// Options are the analyzer's thresholds. The zero value means the defaults
+// documented on each field.
+type Options struct {
+	// MinSamples is the fewest samples a verdict needs (default 6).
+	MinSamples int
+	// MinDuration is the shortest window a verdict needs (default 30s): a
+	// burst of connections opened at once is not a leak.
+	MinDuration time.Duration
+	// MinT is how many standard errors the fitted slope must be from zero to
+	// count as a trend (default 3, roughly p < 0.01 for the sample counts a
+	// watch collects).
+	MinT float64
+	// MinChange is the least fitted change over the window, in sockets, for
+	// a trend (default 3): a significant drift of one socket is not a leak.
+	MinChange float64
+	// StuckAge is the CLOSE_WAIT age past which sockets that are not growing
+	// still make a finding (default 60s): a healthy client closes within
+	// milliseconds of the FIN.
+	StuckAge time.Duration
+	// Recent is the trailing part of the window whose own trend tells what
+	// is happening now: still growing, holding or draining (default 2m).
+	Recent time.Duration
+	// Window bounds how much history a Tracker keeps; 0 keeps everything.
+	Window time.Duration
+	// MaxRemotes bounds the remote endpoints tracked per process (default
+	// 64, brokers always tracked); the rest are counted under "other", so a
+	// server with thousands of clients does not exhaust memory.
+	MaxRemotes int
+	// Brokers are the Kafka endpoints (from --brokers); remotes among them
+	// are marked, and named first in diagnoses.
+	Brokers []netip.AddrPort
+}
+
+func (o Options) withDefaults() Options {
+	if o.MinSamples <= 0 {
+		o.MinSamples = 6
+	}
+	if o.MinDuration <= 0 {
+		o.MinDuration = 30 * time.Second
+	}
+	if o.MinT <= 0 {
+		o.MinT = 3
+	}
+	if o.MinChange <= 0 {
+		o.MinChange = 3
+	}
+	if o.StuckAge <= 0 {
+		o.StuckAge = time.Minute
+	}
+	if o.Recent <= 0 {
+		o.Recent = 2 * time.Minute
+	}
+	if o.MaxRemotes <= 0 {
+		o.MaxRemotes = 64
+	}
+	return o
+}
+
+// ProcessKey identifies a process across a series: a pid and its start time,
+// so that a pid the kernel reuses for a new process is a new process. The
+// zero key holds the sockets no process could be found for.
+type ProcessKey struct {
+	PID   int       `json:"pid"`
+	Start time.Time `json:"start_time"`
+}
+
+// String returns "pid 1234", or "unattributed" for the zero key.
+func (k ProcessKey) String() string {
+	if k.PID == 0 {
+		return "unattributed"
+	}
+	return fmt.Sprintf("pid %d", k.PID)
+}
+
+// Counts are socket counts indexed by netstat.State.
+type Counts [16]int
+
+// Get returns the count for a state.
+func (c Counts) Get(s netstat.State) int {
+	if int(s) < len(c) {
+		return c[s]
+	}
+	return 0
+}
+
+// Total returns the count over all states.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// MarshalJSON writes the non-zero counts keyed by the kernel's state names.
+func (c Counts) MarshalJSON() ([]byte, error) {
+	m := make(map[netstat.State]int)
+	for s, v := range c {
+		if v != 0 {
+			m[netstat.State(s)] = v
+		}
+	}
+	return jsonMarshal(m)
+}
+
+// Point is one sample of a series.
+type Point struct {
+	Time   time.Time `json:"time"`
+	Counts Counts    `json:"counts"`
+}
+
+// CloseWaitSocket is one CLOSE_WAIT socket as the series saw it.
+type CloseWaitSocket struct {
+	Process ProcessKey     `json:"process"`
+	Local   netip.AddrPort `json:"local"`
+	Remote  netip.AddrPort `json:"remote"`
+	Inode   uint64         `json:"inode"`
+	// FirstSeen and LastSeen are the first and last samples that held it.
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+	// RecvQ at LastSeen: 1 means the FIN is unread, more means unread data
+	// too, 0 means the application read the EOF but did not close.
+	RecvQ uint32 `json:"recv_q"`
+	// Age is tcp_info's time since the FIN at LastSeen, when HasAge.
+	Age    time.Duration `json:"age_ns,omitempty"`
+	HasAge bool          `json:"has_age"`
+}
+
+// Since is the best estimate of when the socket entered CLOSE_WAIT: the FIN's
+// arrival from tcp_info when known, else the first sample that saw it.
+func (c CloseWaitSocket) Since() time.Time {
+	if c.HasAge {
+		return c.LastSeen.Add(-c.Age)
+	}
+	return c.FirstSeen
+}
+
+// AgeAt is how long the socket had been in CLOSE_WAIT at t.
+func (c CloseWaitSocket) AgeAt(t time.Time) time.Duration { return t.Sub(c.Since()) }
+
+// RemoteSeries is one remote endpoint of one process over time.
+type RemoteSeries struct {
+	// Remote is the endpoint; Other is true for the bucket of endpoints past
+	// Options.MaxRemotes (Remote is then the zero value).
+	Remote netip.AddrPort `json:"remote"`
+	Other  bool           `json:"other,omitempty"`
+	// Broker is true when Remote is one of Options.Brokers.
+	Broker bool `json:"broker,omitempty"`
+	// Points has one entry per sample from the first that saw the endpoint.
+	Points    []Point `json:"points"`
+	CloseWait Trend   `json:"close_wait"`
+}
+
+// Name returns the endpoint as text, "other" for the overflow bucket.
+func (r RemoteSeries) Name() string {
+	if r.Other {
+		return "other"
+	}
+	return r.Remote.String()
+}
+
+// ProcessSeries is one process over the window.
+type ProcessSeries struct {
+	Key ProcessKey `json:"key"`
+	// Process is the latest metadata seen (name, cmdline, user, Kafka).
+	Process   netstat.Process `json:"process"`
+	FirstSeen time.Time       `json:"first_seen"`
+	LastSeen  time.Time       `json:"last_seen"`
+	// Points has one entry per sample from FirstSeen to the end of the
+	// window; samples after the process was last seen count zero.
+	Points []Point `json:"points"`
+	// CloseWait is the trend over the window, CloseWaitRecent over its
+	// trailing Options.Recent, Established the ESTABLISHED trend.
+	CloseWait       Trend          `json:"close_wait"`
+	CloseWaitRecent Trend          `json:"close_wait_recent"`
+	Established     Trend          `json:"established"`
+	Remotes         []RemoteSeries `json:"remotes"`
+	// CloseWaitSockets are the CLOSE_WAIT sockets held at the last sample,
+	// oldest first.
+	CloseWaitSockets []CloseWaitSocket `json:"close_wait_sockets"`
+	// Closed counts CLOSE_WAIT sockets that went away during the window.
+	Closed int `json:"closed"`
+	// LocalPorts counts the distinct local ports of its connected sockets
+	// over the window: many more than it holds at once means it keeps
+	// opening new connections.
+	LocalPorts int `json:"local_ports"`
+}
+
+// Name returns the process name, "(unattributed)" for the zero key.
+func (p ProcessSeries) Name() string {
+	if p.Key.PID == 0 {
+		return "(unattributed)"
+	}
+	if p.Process.Name != "" {
+		return p.Process.Name
+	}
+	return "?"
+}
+
+// OldestCloseWait returns the oldest CLOSE_WAIT socket held at the last
+// sample, and false when it holds none.
+func (p ProcessSeries) OldestCloseWait() (CloseWaitSocket, bool) {
+	if len(p.CloseWaitSockets) == 0 {
+		return CloseWaitSocket{}, false
+	}
+	return p.CloseWaitSockets[0], true
+}
+
+// Analysis is the result over a window.
+type Analysis struct {
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Samples int       `json:"samples"`
+	// Sources are the scan sources seen ("netlink", "proc").
+	Sources []string `json:"sources"`
+	// Processes, most CLOSE_WAIT first.
+	Processes []ProcessSeries `json:"processes"`
+	Findings  []Finding       `json:"findings"`
+	// Notes are the scans' notes, each once, with how many scans said it.
+	Notes []Note `json:"notes,omitempty"`
+}
+
+// Note is a scan note and the number of samples that carried it.
+type Note struct {
+	Text  string `json:"text"`
+	Count int    `json:"count"`
+}
+
+// Analyze runs a Tracker over snaps, in order.
+func Analyze(snaps []netstat.Snapshot, opts Options) *Analysis {
+	t := NewTracker(opts)
+	for i := range snaps {
+		t.Add(&snaps[i])
+	}
+	return t.Analysis()
+}

@@ -1,0 +1,274 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// syncBuffer is a bytes.Buffer safe for the broker's goroutines to log into.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startTest starts a cluster on free ports and closes it at the test's end.
+func startTest(t *testing.T, cfg Config) (*Cluster, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	if cfg.Ports == nil {
+		n := cfg.Brokers
+		if n == 0 {
+			n = 1
+		}
+		cfg.Ports = make([]int, n)
+	}
+	c, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, logs
+}
+
+// waitFor polls cond until it holds or d passes; the bound only keeps a
+// broken test from hanging, it is not what the test checks.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// apiVersions sends ApiVersions v0 (key 18) on conn and reads its response.
+func apiVersions(t *testing.T, conn net.Conn, corr int32) {
+	t.Helper()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 0
+	buf := kmsg.NewRequestFormatter(kmsg.FormatterClientID("broker-test")).AppendRequest(nil, req, corr)
+	if _, err := conn.Write(buf); err != nil {
+		t.Fatalf("write ApiVersions: %v", err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	size := make([]byte, 4)
+	if _, err := io.ReadFull(conn, size); err != nil {
+		t.Fatalf("read ApiVersions response size: %v", err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size))
+	if _, err := io.ReadFull(conn, body); err != nil {
+		t.Fatalf("read ApiVersions response: %v", err)
+	}
+	if got := int32(binary.BigEndian.Uint32(body[:4])); got != corr {
+		t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	if err := resp.ReadFrom(body[4:]); err != nil {
+		t.Fatalf("parse ApiVersions response: %v", err)
+	}
+	if len(resp.ApiKeys) == 0 {
+		t.Fatal("ApiVersions response lists no API keys")
+	}
+}
+
+func TestIdleConnectionIsClosedByBroker(t *testing.T) {
+	c, logs := startTest(t, Config{Idle: 300 * time.Millisecond})
+	conn, err := net.Dial("tcp", c.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	apiVersions(t, conn, 1)
+
+	// Nothing more is sent: the broker must close, and the client sees EOF.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("read after idle: %v, want EOF (the broker's FIN)", err)
+	}
+	waitFor(t, 5*time.Second, "broker counts the idle close", func() bool { return c.Stats().ClosedIdle == 1 })
+	got := c.Stats().Counts
+	want := Counts{Accepted: 1, ClosedIdle: 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{"accepted connection", "closed connection", "reason=idle", "node=0", "remote=" + conn.LocalAddr().String()} {
+		if !strings.Contains(logs.String(), s) {
+			t.Errorf("log lacks %q:\n%s", s, logs)
+		}
+	}
+}
+
+func TestActivityResetsIdleClock(t *testing.T) {
+	idle := time.Second
+	c, _ := startTest(t, Config{Idle: idle})
+	conn, err := net.Dial("tcp", c.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Requests every idle/5 for longer than idle: each request and response
+	// resets the clock, so the connection survives.
+	start := time.Now()
+	for i := int32(1); time.Since(start) < 2*idle; i++ {
+		apiVersions(t, conn, i)
+		time.Sleep(idle / 5)
+	}
+	if s := c.Stats(); s.ClosedIdle != 0 || s.Open != 1 {
+		t.Fatalf("a busy connection was closed: %+v", s.Counts)
+	}
+}
+
+func TestClientCloseAndShutdownAreCounted(t *testing.T) {
+	c, logs := startTest(t, Config{Brokers: 2})
+	a, err := net.Dial("tcp", c.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiVersions(t, a, 1)
+	a.Close()
+	waitFor(t, 5*time.Second, "broker sees the client's close", func() bool { return c.Stats().ClosedByClient == 1 })
+
+	b, err := net.Dial("tcp", c.Addrs()[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	apiVersions(t, b, 1)
+	c.Close()
+	_ = b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := b.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("read after Close: %v, want EOF", err)
+	}
+	got := c.Stats()
+	want := Stats{
+		Counts: Counts{Accepted: 2, ClosedByClient: 1, ClosedShutdown: 1},
+		Brokers: []BrokerStats{
+			{Node: 0, Addr: c.Addrs()[0], Counts: Counts{Accepted: 1, ClosedByClient: 1}},
+			{Node: 1, Addr: c.Addrs()[1], Counts: Counts{Accepted: 1, ClosedShutdown: 1}},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(logs.String(), `reason="client closed (EOF)"`) || !strings.Contains(logs.String(), "reason=shutdown") {
+		t.Errorf("log lacks the close reasons:\n%s", logs)
+	}
+	c.Close() // a second Close is harmless
+}
+
+func TestContextCancelClosesCluster(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := Start(ctx, Config{Ports: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.Addrs()[0]
+	cancel()
+	waitFor(t, 5*time.Second, "listener closed after cancel", func() bool {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	})
+}
+
+func TestPortsAndAddresses(t *testing.T) {
+	c, _ := startTest(t, Config{Brokers: 3})
+	addrs := c.Addrs()
+	if len(addrs) != 3 {
+		t.Fatalf("Addrs = %v, want 3", addrs)
+	}
+	for _, a := range addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host != "127.0.0.1" || port == "0" {
+			t.Errorf("address %q: want 127.0.0.1:<port>", a)
+		}
+	}
+	if got, want := c.BootstrapServers(), strings.Join(addrs, ","); got != want {
+		t.Errorf("BootstrapServers = %q, want %q", got, want)
+	}
+
+	if _, err := Start(context.Background(), Config{Brokers: 2, Ports: []int{0}}); err == nil || !strings.Contains(err.Error(), "one port per broker") {
+		t.Errorf("2 brokers, 1 port: err = %v", err)
+	}
+	_, busy, _ := net.SplitHostPort(addrs[0])
+	p, _ := strconv.Atoi(busy)
+	if _, err := Start(context.Background(), Config{Ports: []int{p}}); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("busy port: err = %v", err)
+	}
+	if _, err := Start(context.Background(), Config{Listen: "localhost"}); err == nil || !strings.Contains(err.Error(), "not an IP address") {
+		t.Errorf("listen on a name: err = %v", err)
+	}
+}
+
+func TestDefaultPortsFallBackWhenBusy(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	first := busy.Addr().(*net.TCPAddr).Port
+	lns, notes, err := listenAll("127.0.0.1", nil, 2, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lns {
+		defer l.Close()
+		if l.Addr().(*net.TCPAddr).Port == first {
+			t.Errorf("bound the busy port %d", first)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "not free") {
+		t.Errorf("notes = %q, want one saying the defaults are not free", notes)
+	}
+}
+
+func TestIPv6Loopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skip("no IPv6 loopback on this machine:", err)
+	}
+	ln.Close()
+	c, _ := startTest(t, Config{Listen: "::1", Idle: 200 * time.Millisecond})
+	if a := c.Addrs()[0]; !strings.HasPrefix(a, "[::1]:") {
+		t.Fatalf("address %q, want [::1]:<port>", a)
+	}
+	conn, err := net.Dial("tcp", c.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	apiVersions(t, conn, 7)
+	waitFor(t, 5*time.Second, "idle close on ::1", func() bool { return c.Stats().ClosedIdle == 1 })
+}

@@ -1,0 +1,552 @@
+package netstat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Attributor maps socket inodes to the process and descriptor holding them,
+// by reading the links of /proc/<pid>/fd (each socket fd links to
+// "socket:[<inode>]", see proc(5) and fs/proc/fd.c).
+//
+// This is where ss -p and gopsutil spend their time: they read every link of
+// every process. The Attributor reads only the pids it is given, only until
+// every wanted inode is found, on GOMAXPROCS workers, with one getdents64 and
+// one readlinkat per fd into reused buffers (no allocation per link), and it
+// keeps what it saw so that the next call verifies the cached (pid, fd) of a
+// wanted inode with one readlinkat instead of walking.
+//
+// An Attributor is not safe for concurrent use; its cache makes repeated
+// calls cheap.
+type Attributor struct {
+	// ProcRoot is the root of the proc filesystem, "/proc" on a host; a test
+	// points it at a fixture tree whose fd entries are real symlinks.
+	ProcRoot string
+	// Workers bounds the goroutines walking fd directories; 0 means
+	// GOMAXPROCS.
+	Workers int
+
+	// cache maps the inode of every socket fd seen by earlier walks to the
+	// (pid, fd) that held it. It is the pid -> {fd -> inode} table stored the
+	// other way round, because lookups go from a wanted inode to its holder.
+	cache map[uint64]attrCacheEntry
+	gen   uint32
+
+	// openDir opens a directory for getdents64. Tests replace it to inject
+	// errors a fixture tree cannot produce when run as root (EACCES).
+	openDir func(path string) (int, error)
+}
+
+type attrCacheEntry struct {
+	pid, fd int32
+	// seen is the generation (call number) in which the entry was last read
+	// or verified, so entries of a fully walked pid not seen again (the fd was
+	// closed) can be dropped.
+	seen uint32
+}
+
+// Owner is the process and descriptor that hold a socket.
+type Owner struct {
+	PID int
+	FD  int
+}
+
+// AttributeStats says what one attribution call met.
+type AttributeStats struct {
+	// Wanted is the number of distinct inodes asked for, Found how many of
+	// them were attributed, Cached how many of those were verified from the
+	// cache without a walk.
+	Wanted, Found, Cached int
+	// Walked counts the fd directories read, Links the readlinkat calls.
+	Walked, Links int
+	// Exited lists pids that were gone when their fds were read (a process
+	// that exits mid-scan is normal).
+	Exited []int
+	// Denied lists pids whose fds could not be read (EACCES or EPERM: another
+	// user's process when not root).
+	Denied []int
+	// Failed lists pids whose fds could not be read for another reason, with
+	// the error, e.g. "pid 42: too many open files".
+	Failed []string
+}
+
+// NewAttributor returns an Attributor reading procRoot.
+func NewAttributor(procRoot string) *Attributor {
+	return &Attributor{ProcRoot: procRoot}
+}
+
+// AttributeSockets sets PID and FD of the sockets in socks whose inode is held
+// by one of pids, and leaves the others unattributed (PID 0, FD -1). Sockets
+// with inode 0 (TIME_WAIT, orphans) are held by no file and are skipped.
+//
+// It walks only pids, stops as soon as every wanted inode is found, and
+// returns what it met; a process that exits or refuses access is a note in
+// the stats, never an error. A socket shared by several processes (fds
+// inherited across fork) is attributed to one of them.
+func (a *Attributor) AttributeSockets(ctx context.Context, pids []int, socks []Socket) AttributeStats {
+	want := make(map[uint64]int32, len(socks))
+	for i := range socks {
+		socks[i].PID, socks[i].FD = 0, -1
+		if socks[i].Inode != 0 {
+			want[socks[i].Inode] = int32(i)
+		}
+	}
+	owners := make([]Owner, len(socks))
+	st := a.attribute(ctx, pids, want, owners, uidOrder(socks))
+	for _, i := range want {
+		if o := owners[i]; o.PID != 0 {
+			socks[i].PID, socks[i].FD = o.PID, o.FD
+		}
+	}
+	return st
+}
+
+// Attribute returns the holder of each wanted inode that one of pids holds.
+func (a *Attributor) Attribute(ctx context.Context, pids []int, inodes []uint64) (map[uint64]Owner, AttributeStats) {
+	want := make(map[uint64]int32, len(inodes))
+	for _, ino := range inodes {
+		if ino != 0 {
+			if _, dup := want[ino]; !dup {
+				want[ino] = int32(len(want))
+			}
+		}
+	}
+	owners := make([]Owner, len(want))
+	st := a.attribute(ctx, pids, want, owners, nil)
+	out := make(map[uint64]Owner, st.Found)
+	for ino, i := range want {
+		if o := owners[i]; o.PID != 0 {
+			out[ino] = o
+		}
+	}
+	return out, st
+}
+
+// Prune drops cached entries of processes for which alive returns false, so
+// the cache of a long `kdiag watch` does not keep exited pids.
+func (a *Attributor) Prune(alive func(pid int) bool) {
+	for ino, e := range a.cache {
+		if !alive(int(e.pid)) {
+			delete(a.cache, ino)
+		}
+	}
+}
+
+// CacheLen returns the number of socket fds in the cache.
+func (a *Attributor) CacheLen() int { return len(a.cache) }
+
+// uidOrder returns the socket owners' uids, so the walk reads first the
+// processes running as those users: a socket's uid (sock_i_uid) is the fsuid
+// of its creator, so its holder usually runs as that uid. Only the order
+// depends on it; a mismatch costs time, never a wrong answer.
+func uidOrder(socks []Socket) map[uint32]bool {
+	uids := map[uint32]bool{}
+	for i := range socks {
+		if socks[i].Inode != 0 {
+			uids[socks[i].UID] = true
+		}
+	}
+	return uids
+}
+
+// attrRun is the shared state of one attribution call.
+type attrRun struct {
+	want      map[uint64]int32
+	owners    []Owner
+	claimed   []atomic.Uint32
+	remaining atomic.Int64
+	links     atomic.Int64
+}
+
+// claim records o as the holder of ino if ino is wanted and not yet claimed.
+func (r *attrRun) claim(ino uint64, o Owner) bool {
+	i, ok := r.want[ino]
+	if !ok || !r.claimed[i].CompareAndSwap(0, 1) {
+		return false
+	}
+	r.owners[i] = o
+	r.remaining.Add(-1)
+	return true
+}
+
+// attrResult is what one worker reports about one pid.
+type attrResult struct {
+	pid      int
+	exited   bool
+	denied   bool
+	failed   error
+	complete bool // every fd of the pid was read
+	walked   bool
+	seen     []attrSeen
+}
+
+type attrSeen struct {
+	ino     uint64
+	fd      int32
+	cached  bool // a verified cache entry, not a walk
+	matched bool
+}
+
+func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]int32, owners []Owner, uids map[uint32]bool) AttributeStats {
+	a.gen++
+	if a.cache == nil {
+		a.cache = map[uint64]attrCacheEntry{}
+	}
+	r := &attrRun{want: want, owners: owners, claimed: make([]atomic.Uint32, len(owners))}
+	r.remaining.Store(int64(len(want)))
+	st := AttributeStats{Wanted: len(want)}
+	if len(want) == 0 {
+		return st
+	}
+	inSet := make(map[int]bool, len(pids))
+	for _, p := range pids {
+		inSet[p] = true
+	}
+
+	// Phase 1: verify cached holders of wanted inodes, grouped by pid.
+	verify := map[int][]attrSeen{}
+	for ino := range want {
+		if e, ok := a.cache[ino]; ok && inSet[int(e.pid)] {
+			verify[int(e.pid)] = append(verify[int(e.pid)], attrSeen{ino: ino, fd: e.fd})
+		}
+	}
+	var results []attrResult
+	hits := map[int]int{}
+	if len(verify) > 0 {
+		vp := make([]int, 0, len(verify))
+		for p := range verify {
+			vp = append(vp, p)
+		}
+		slices.Sort(vp)
+		results = append(results, a.pool(ctx, vp, func(w *attrWorker, pid int) attrResult {
+			return w.verify(a, r, pid, verify[pid])
+		})...)
+		for _, res := range results {
+			for _, s := range res.seen {
+				if s.matched {
+					st.Cached++
+					hits[res.pid]++
+				}
+			}
+		}
+	}
+
+	// Phase 2: walk what is still missing. Pids that held wanted sockets
+	// before, then pids of the sockets' users, go first: they are the likely
+	// holders, and the walk stops when nothing is missing.
+	if r.remaining.Load() > 0 {
+		order := a.walkOrder(pids, hits, uids)
+		results = append(results, a.pool(ctx, order, func(w *attrWorker, pid int) attrResult {
+			if r.remaining.Load() == 0 || ctx.Err() != nil {
+				return attrResult{pid: pid}
+			}
+			return w.walk(a, r, pid)
+		})...)
+	}
+
+	// Merge into the cache and the stats.
+	exited := map[int]bool{}
+	complete := map[int]bool{}
+	for _, res := range results {
+		switch {
+		case res.exited:
+			if !exited[res.pid] {
+				exited[res.pid] = true
+				st.Exited = append(st.Exited, res.pid)
+			}
+		case res.denied:
+			st.Denied = append(st.Denied, res.pid)
+		case res.failed != nil:
+			st.Failed = append(st.Failed, fmt.Sprintf("pid %d: %v", res.pid, res.failed))
+		}
+		if res.walked {
+			st.Walked++
+		}
+		if res.complete {
+			complete[res.pid] = true
+		}
+		for _, s := range res.seen {
+			if s.cached && !s.matched {
+				// The fd no longer holds that inode (closed or reused).
+				if e, ok := a.cache[s.ino]; ok && int(e.pid) == res.pid && e.fd == s.fd {
+					delete(a.cache, s.ino)
+				}
+				continue
+			}
+			a.cache[s.ino] = attrCacheEntry{pid: int32(res.pid), fd: s.fd, seen: a.gen}
+		}
+	}
+	for ino, e := range a.cache {
+		if exited[int(e.pid)] || (complete[int(e.pid)] && e.seen != a.gen) {
+			delete(a.cache, ino)
+		}
+	}
+	slices.Sort(st.Exited)
+	slices.Sort(st.Denied)
+	st.Denied = slices.Compact(st.Denied)
+	st.Found = len(want) - int(r.remaining.Load())
+	st.Links = int(r.links.Load())
+	return st
+}
+
+// walkOrder sorts pids: those with cache hits first (most hits first), then
+// those running as a wanted uid, then the rest, each by pid.
+func (a *Attributor) walkOrder(pids []int, hits map[int]int, uids map[uint32]bool) []int {
+	rank := make(map[int]int, len(pids))
+	for _, p := range pids {
+		switch {
+		case hits[p] > 0:
+			rank[p] = 0
+		case len(uids) > 0 && uids[a.pidUID(p)]:
+			rank[p] = 1
+		default:
+			rank[p] = 2
+		}
+	}
+	out := slices.Clone(pids)
+	slices.SortStableFunc(out, func(x, y int) int {
+		if rank[x] != rank[y] {
+			return rank[x] - rank[y]
+		}
+		if hits[x] != hits[y] {
+			return hits[y] - hits[x]
+		}
+		return x - y
+	})
+	return slices.Compact(out)
+}
+
+// pidUID returns the owner of /proc/<pid> (the process's effective uid), or
+// an impossible uid when it cannot be read.
+func (a *Attributor) pidUID(pid int) uint32 {
+	var st unix.Stat_t
+	if err := unix.Stat(a.ProcRoot+"/"+strconv.Itoa(pid), &st); err != nil {
+		return ^uint32(0)
+	}
+	return st.Uid
+}
+
+// pool runs fn for each pid on a bounded set of workers, each with its own
+// buffers, and returns the results in no particular order.
+func (a *Attributor) pool(ctx context.Context, pids []int, fn func(*attrWorker, int) attrResult) []attrResult {
+	n := a.Workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	n = min(n, len(pids))
+	jobs := make(chan int)
+	out := make(chan attrResult)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newAttrWorker()
+			for pid := range jobs {
+				out <- fn(w, pid)
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for _, p := range pids {
+			select {
+			case jobs <- p:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(out) }()
+	var res []attrResult
+	for x := range out {
+		res = append(res, x)
+	}
+	return res
+}
+
+// attrWorker holds one goroutine's reused buffers.
+type attrWorker struct {
+	dents []byte // getdents64 buffer
+	link  []byte // readlinkat buffer
+	name  []byte // NUL-terminated fd name for verification
+}
+
+func newAttrWorker() *attrWorker {
+	return &attrWorker{dents: make([]byte, 32<<10), link: make([]byte, 256), name: make([]byte, 0, 16)}
+}
+
+func (a *Attributor) open(path string) (int, error) {
+	if a.openDir != nil {
+		return a.openDir(path)
+	}
+	return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
+
+// classify sorts an error reading a process's fds into the result.
+func classify(res *attrResult, err error) {
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ESRCH):
+		res.exited = true
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		res.denied = true
+	default:
+		res.failed = err
+	}
+}
+
+// walk reads every fd link of pid until nothing is missing.
+func (w *attrWorker) walk(a *Attributor, r *attrRun, pid int) attrResult {
+	res := attrResult{pid: pid, walked: true}
+	dfd, err := a.open(a.ProcRoot + "/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		classify(&res, err)
+		return res
+	}
+	defer unix.Close(dfd)
+	for {
+		n, err := unix.Getdents(dfd, w.dents)
+		if err != nil {
+			classify(&res, err)
+			return res
+		}
+		if n == 0 {
+			res.complete = true
+			return res
+		}
+		for off := 0; off < n; {
+			// struct linux_dirent64 (include/linux/dirent.h): d_ino u64,
+			// d_off s64, d_reclen u16, d_type u8, d_name NUL-terminated.
+			reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
+			nameOff := off + 19
+			off += reclen
+			if w.dents[nameOff] == '.' {
+				continue
+			}
+			fd, ok := parseFDName(w.dents[nameOff:off])
+			if !ok {
+				continue
+			}
+			ino, err := w.readSocketLink(dfd, &w.dents[nameOff])
+			r.links.Add(1)
+			if err != nil {
+				if errors.Is(err, unix.ENOENT) {
+					continue // the fd was closed between getdents and readlink
+				}
+				if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+					classify(&res, err)
+					return res
+				}
+				continue // an fd whose target cannot be named is not a socket we can count
+			}
+			if ino == 0 {
+				continue
+			}
+			res.seen = append(res.seen, attrSeen{ino: ino, fd: int32(fd)})
+			r.claim(ino, Owner{PID: pid, FD: fd})
+		}
+		if r.remaining.Load() == 0 {
+			return res
+		}
+	}
+}
+
+// verify checks that the cached fds of pid still hold their inodes.
+func (w *attrWorker) verify(a *Attributor, r *attrRun, pid int, cands []attrSeen) attrResult {
+	res := attrResult{pid: pid}
+	dfd, err := a.open(a.ProcRoot + "/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		classify(&res, err)
+		return res
+	}
+	defer unix.Close(dfd)
+	for _, c := range cands {
+		w.name = strconv.AppendInt(w.name[:0], int64(c.fd), 10)
+		w.name = append(w.name, 0)
+		ino, err := w.readSocketLink(dfd, &w.name[0])
+		r.links.Add(1)
+		c.cached = true
+		if err == nil && ino == c.ino {
+			c.matched = r.claim(ino, Owner{PID: pid, FD: int(c.fd)})
+		}
+		res.seen = append(res.seen, c)
+	}
+	return res
+}
+
+// readSocketLink reads the link name (NUL-terminated) relative to dfd and
+// returns the inode if it is "socket:[<inode>]", 0 for any other target. It
+// calls readlinkat(2) directly so the name is passed from the getdents buffer
+// without the string conversion unix.Readlinkat makes on every call.
+func (w *attrWorker) readSocketLink(dfd int, name *byte) (uint64, error) {
+	n, _, errno := unix.Syscall6(unix.SYS_READLINKAT, uintptr(dfd), uintptr(unsafe.Pointer(name)),
+		uintptr(unsafe.Pointer(&w.link[0])), uintptr(len(w.link)), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return parseSocketLink(w.link[:n]), nil
+}
+
+// parseSocketLink returns the inode of a "socket:[<inode>]" link target, 0
+// for anything else (files, pipes, anon_inode:...).
+func parseSocketLink(b []byte) uint64 {
+	const prefix = "socket:["
+	if len(b) < len(prefix)+2 || string(b[:len(prefix)]) != prefix || b[len(b)-1] != ']' {
+		return 0
+	}
+	var ino uint64
+	for _, c := range b[len(prefix) : len(b)-1] {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		ino = ino*10 + uint64(c-'0')
+	}
+	return ino
+}
+
+// parseFDName parses a NUL-terminated decimal fd name.
+func parseFDName(b []byte) (int, bool) {
+	fd := 0
+	i := 0
+	for ; i < len(b) && b[i] != 0; i++ {
+		if b[i] < '0' || b[i] > '9' || i > 9 {
+			return 0, false
+		}
+		fd = fd*10 + int(b[i]-'0')
+	}
+	return fd, i > 0
+}
+
+// listPIDs returns the numeric entries of procRoot, sorted.
+func listPIDs(procRoot string) ([]int, error) {
+	f, err := os.Open(procRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", procRoot, err)
+	}
+	pids := make([]int, 0, len(names))
+	for _, n := range names {
+		if n[0] < '1' || n[0] > '9' {
+			continue
+		}
+		if p, err := strconv.Atoi(n); err == nil {
+			pids = append(pids, p)
+		}
+	}
+	slices.Sort(pids)
+	return pids, nil
+}

@@ -1,0 +1,290 @@
+package netstat
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+// fixtureProc builds a /proc tree whose fd entries are real symlinks:
+// fds[pid][fd] is the link target ("socket:[123]", "/dev/null", ...).
+func fixtureProc(t testing.TB, fds map[int]map[int]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for pid, links := range fds {
+		dir := filepath.Join(root, strconv.Itoa(pid), "fd")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for fd, target := range links {
+			if err := os.Symlink(target, filepath.Join(dir, strconv.Itoa(fd))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root
+}
+
+func sock(ino uint64) string { return fmt.Sprintf("socket:[%d]", ino) }
+
+func TestAttributeFixture(t *testing.T) {
+	root := fixtureProc(t, map[int]map[int]string{
+		100: {0: "/dev/null", 1: "pipe:[77]", 3: sock(1001), 4: sock(1002), 7: "anon_inode:[eventpoll]"},
+		200: {3: sock(2001), 9: sock(1003)},
+		300: {5: "socket:[notanumber]", 6: "socket:[]"},
+	})
+	a := NewAttributor(root)
+	got, st := a.Attribute(context.Background(), []int{100, 200, 300}, []uint64{1001, 1002, 1003, 2001, 9999, 0})
+	want := map[uint64]Owner{1001: {100, 3}, 1002: {100, 4}, 1003: {200, 9}, 2001: {200, 3}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("owners (-want +got):\n%s", d)
+	}
+	if st.Wanted != 5 || st.Found != 4 || st.Cached != 0 {
+		t.Errorf("stats = %+v, want 5 wanted, 4 found, 0 cached", st)
+	}
+	if len(st.Exited)+len(st.Denied)+len(st.Failed) != 0 {
+		t.Errorf("unexpected notes: %+v", st)
+	}
+}
+
+func TestAttributeSocketsLeavesUnknownUnattributed(t *testing.T) {
+	root := fixtureProc(t, map[int]map[int]string{42: {3: sock(5)}})
+	socks := []Socket{{Inode: 5, PID: 9, FD: 9}, {Inode: 6, PID: 9, FD: 9}, {Inode: 0, State: TimeWait}}
+	NewAttributor(root).AttributeSockets(context.Background(), []int{42}, socks)
+	got := [][2]int{{socks[0].PID, socks[0].FD}, {socks[1].PID, socks[1].FD}, {socks[2].PID, socks[2].FD}}
+	want := [][2]int{{42, 3}, {0, -1}, {0, -1}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(pid, fd) (-want +got):\n%s", d)
+	}
+}
+
+func TestAttributeStopsWhenAllFound(t *testing.T) {
+	fds := map[int]map[int]string{1: {3: sock(11)}}
+	for pid := 2; pid <= 50; pid++ {
+		fds[pid] = map[int]string{3: sock(uint64(pid * 100)), 4: sock(uint64(pid*100 + 1))}
+	}
+	root := fixtureProc(t, fds)
+	a := &Attributor{ProcRoot: root, Workers: 1}
+	pids := make([]int, 0, 50)
+	for pid := 1; pid <= 50; pid++ {
+		pids = append(pids, pid)
+	}
+	got, st := a.Attribute(context.Background(), pids, []uint64{11})
+	if d := cmp.Diff(map[uint64]Owner{11: {1, 3}}, got); d != "" {
+		t.Errorf("owners (-want +got):\n%s", d)
+	}
+	if st.Walked != 1 || st.Links != 1 {
+		t.Errorf("walked %d dirs and %d links, want 1 and 1: the walk goes on after every inode was found", st.Walked, st.Links)
+	}
+}
+
+func TestAttributeOnlyGivenPIDs(t *testing.T) {
+	root := fixtureProc(t, map[int]map[int]string{1: {3: sock(11)}, 2: {3: sock(22)}})
+	got, st := NewAttributor(root).Attribute(context.Background(), []int{2}, []uint64{11, 22})
+	if d := cmp.Diff(map[uint64]Owner{22: {2, 3}}, got); d != "" {
+		t.Errorf("owners (-want +got):\n%s", d)
+	}
+	if st.Walked != 1 {
+		t.Errorf("walked %d dirs, want 1", st.Walked)
+	}
+}
+
+func TestAttributeExitedAndDenied(t *testing.T) {
+	root := fixtureProc(t, map[int]map[int]string{
+		10: {3: sock(1)},
+		20: {3: sock(2)}, // removed just before it is opened: exits mid-scan
+		30: {3: sock(3)}, // EACCES, as another user's fds are when not root
+	})
+	a := NewAttributor(root)
+	a.openDir = func(path string) (int, error) {
+		switch path {
+		case filepath.Join(root, "20", "fd"):
+			if err := os.RemoveAll(filepath.Join(root, "20")); err != nil {
+				t.Fatal(err)
+			}
+		case filepath.Join(root, "30", "fd"):
+			return -1, unix.EACCES
+		}
+		return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	// 40 never existed: listed, then gone.
+	got, st := a.Attribute(context.Background(), []int{10, 20, 30, 40}, []uint64{1, 2, 3})
+	if d := cmp.Diff(map[uint64]Owner{1: {10, 3}}, got); d != "" {
+		t.Errorf("owners (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{20, 40}, st.Exited); d != "" {
+		t.Errorf("exited (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{30}, st.Denied); d != "" {
+		t.Errorf("denied (-want +got):\n%s", d)
+	}
+}
+
+func TestAttributeOtherOpenErrorIsFailed(t *testing.T) {
+	root := fixtureProc(t, map[int]map[int]string{10: {3: sock(1)}})
+	a := NewAttributor(root)
+	a.openDir = func(string) (int, error) { return -1, unix.EMFILE }
+	_, st := a.Attribute(context.Background(), []int{10}, []uint64{1})
+	if len(st.Failed) != 1 || st.Found != 0 {
+		t.Errorf("stats = %+v, want one failed pid and nothing found", st)
+	}
+}
+
+func TestAttributeCache(t *testing.T) {
+	root := fixtureProc(t, map[int]map[int]string{
+		10: {3: sock(1), 4: sock(2)},
+		20: {3: sock(3)},
+	})
+	a := &Attributor{ProcRoot: root, Workers: 1}
+	ctx := context.Background()
+	if _, st := a.Attribute(ctx, []int{10, 20}, []uint64{1, 2, 3}); st.Found != 3 || st.Cached != 0 {
+		t.Fatalf("first scan: %+v", st)
+	}
+
+	// Unchanged: every inode verified from the cache, no directory walked.
+	got, st := a.Attribute(ctx, []int{10, 20}, []uint64{1, 2, 3})
+	if st.Cached != 3 || st.Walked != 0 || st.Links != 3 {
+		t.Errorf("rescan: %+v, want 3 cached, 0 walked, 3 links", st)
+	}
+	if d := cmp.Diff(map[uint64]Owner{1: {10, 3}, 2: {10, 4}, 3: {20, 3}}, got); d != "" {
+		t.Errorf("rescan owners (-want +got):\n%s", d)
+	}
+
+	// fd 4 of pid 10 now holds another socket: the stale entry fails
+	// verification and the walk finds the new one; pid 20 exits.
+	link := filepath.Join(root, "10", "fd", "4")
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sock(4), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "20")); err != nil {
+		t.Fatal(err)
+	}
+	got, st = a.Attribute(ctx, []int{10, 20}, []uint64{1, 2, 3, 4})
+	if d := cmp.Diff(map[uint64]Owner{1: {10, 3}, 4: {10, 4}}, got); d != "" {
+		t.Errorf("after changes, owners (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{20}, st.Exited); d != "" {
+		t.Errorf("exited (-want +got):\n%s", d)
+	}
+	// The cache holds pid 10's two live sockets and nothing of pid 20.
+	want := map[uint64]attrCacheEntry{1: {pid: 10, fd: 3, seen: a.gen}, 4: {pid: 10, fd: 4, seen: a.gen}}
+	if d := cmp.Diff(want, a.cache, cmp.AllowUnexported(attrCacheEntry{})); d != "" {
+		t.Errorf("cache (-want +got):\n%s", d)
+	}
+
+	a.Prune(func(pid int) bool { return pid != 10 })
+	if a.CacheLen() != 0 {
+		t.Errorf("after Prune of pid 10 the cache holds %d entries", a.CacheLen())
+	}
+}
+
+// TestAttributeRealProcess attributes the test process's own sockets through
+// the real /proc.
+func TestAttributeRealProcess(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f, err := ln.(*net.TCPListener).File() // a dup: a second fd, same inode
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	got, stats := NewAttributor("/proc").Attribute(context.Background(), []int{os.Getpid()}, []uint64{st.Ino})
+	o, ok := got[st.Ino]
+	if !ok || o.PID != os.Getpid() {
+		t.Fatalf("inode %d: got %+v (stats %+v), want pid %d", st.Ino, got, stats, os.Getpid())
+	}
+	// Either descriptor may come first; it must hold the inode.
+	link, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", o.FD))
+	if err != nil || link != sock(st.Ino) {
+		t.Errorf("fd %d links to %q (%v), want %q", o.FD, link, err, sock(st.Ino))
+	}
+}
+
+func TestParseSocketLink(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"socket:[12345]": 12345, "socket:[0]": 0, "socket:[]": 0, "socket:[12a]": 0,
+		"pipe:[12]": 0, "/dev/null": 0, "socket:[12": 0, "": 0,
+	} {
+		if got := parseSocketLink([]byte(in)); got != want {
+			t.Errorf("parseSocketLink(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func FuzzParseSocketLink(f *testing.F) {
+	f.Add([]byte("socket:[12345]"))
+	f.Add([]byte("pipe:[1]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ino := parseSocketLink(b)
+		if ino != 0 && string(b) != sock(ino) && len(b) < 30 {
+			// Leading zeros are the only other spelling of the same number.
+			if b[8] != '0' {
+				t.Errorf("parseSocketLink(%q) = %d", b, ino)
+			}
+		}
+	})
+}
+
+// BenchmarkAttribute walks a fixture of 8 processes with 1,000 socket fds
+// each, looking for every socket, with and without the cache of the previous
+// run.
+func BenchmarkAttribute(b *testing.B) {
+	fds := map[int]map[int]string{}
+	var inodes []uint64
+	for pid := 1; pid <= 8; pid++ {
+		fds[pid] = map[int]string{0: "/dev/null"}
+		for fd := 3; fd < 1003; fd++ {
+			ino := uint64(pid*100000 + fd)
+			fds[pid][fd] = sock(ino)
+			inodes = append(inodes, ino)
+		}
+	}
+	root := fixtureProc(b, fds)
+	pids := []int{1, 2, 3, 4, 5, 6, 7, 8}
+	b.Run("cold", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			a := NewAttributor(root)
+			if _, st := a.Attribute(context.Background(), pids, inodes); st.Found != len(inodes) {
+				b.Fatalf("found %d of %d", st.Found, len(inodes))
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		a := NewAttributor(root)
+		a.Attribute(context.Background(), pids, inodes)
+		for b.Loop() {
+			if _, st := a.Attribute(context.Background(), pids, inodes); st.Cached != len(inodes) {
+				b.Fatalf("cached %d of %d", st.Cached, len(inodes))
+			}
+		}
+	})
+	b.Run("one-wanted", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			a := NewAttributor(root)
+			if _, st := a.Attribute(context.Background(), pids, inodes[len(inodes)-1:]); st.Found != 1 {
+				b.Fatalf("found %d of 1", st.Found)
+			}
+		}
+	})
+}

@@ -67,6 +67,10 @@ type Entry struct {
 	RawKey string `json:"raw_key"`
 	// Value is the value after unescaping and line joining.
 	Value string `json:"value"`
+	// RawValue is the value as written when the producer sees another one
+	// (Spring converts batch-size "16KB" to 16384 and YAML 1.1 "yes" to
+	// true); empty when Value is what was written.
+	RawValue string `json:"raw_value,omitempty"`
 	// KeyPos and ValuePos point at the first character of the key and value
 	// as written (for a continued value, where it starts).
 	KeyPos   Pos `json:"key_pos"`

@@ -45,22 +45,24 @@ func (f *File) Effective() map[string]Entry {
 }
 
 // Duplicates returns each producer key set more than once at the same
-// Rank, with all its entries at that rank in file order (the last one wins).
-// Entries of different ranks for one key are not duplicates: in Spring that
-// is the documented way to override a typed setting. A key repeated at two
-// ranks lists the lower rank's entries first.
+// Rank in the same document, with all those entries in file order (the
+// last one wins). Entries of different ranks for one key are not
+// duplicates: in Spring that is the documented way to override a typed
+// setting; nor are entries in different YAML (or #---) documents, where a
+// later, profile-specific document overriding an earlier one is the point.
+// A key repeated at two ranks lists the lower rank's entries first.
 func (f *File) Duplicates() map[string][]Entry {
 	type kr struct {
-		key  string
-		rank int
+		key       string
+		rank, doc int
 	}
 	count := map[kr]int{}
 	for _, e := range f.Entries {
-		count[kr{e.Key, e.Rank}]++
+		count[kr{e.Key, e.Rank, e.Doc}]++
 	}
 	d := map[string][]Entry{}
 	for _, e := range f.Entries {
-		if count[kr{e.Key, e.Rank}] > 1 {
+		if count[kr{e.Key, e.Rank, e.Doc}] > 1 {
 			d[e.Key] = append(d[e.Key], e)
 		}
 	}

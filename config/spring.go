@@ -121,7 +121,7 @@ type springItem struct {
 //     the key that follows, also in the bracket form
 //     spring.kafka.properties[connections.max.idle.ms]. Outside brackets
 //     Spring drops every character of a map key that is not alphanumeric,
-//     - or . (Spring Boot reference, "Binding Maps"), and so does this.
+//   - or . (Spring Boot reference, "Binding Maps"), and so does this.
 //
 // Keys outside spring.kafka, and the groups for other clients
 // (consumer, admin, streams, listener, jaas, template, retry), make no

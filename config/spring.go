@@ -120,8 +120,8 @@ type springItem struct {
 //   - spring.kafka.properties.* and spring.kafka.producer.properties.* set
 //     the key that follows, also in the bracket form
 //     spring.kafka.properties[connections.max.idle.ms]. Outside brackets
-//     Spring drops every character of a map key that is not alphanumeric,
-//   - or . (Spring Boot reference, "Binding Maps"), and so does this.
+//     Spring drops every character of a map key other than letters, digits,
+//     "-" and "." (Spring Boot reference, "Binding Maps"), and so does this.
 //
 // Keys outside spring.kafka, and the groups for other clients
 // (consumer, admin, streams, listener, jaas, template, retry), make no

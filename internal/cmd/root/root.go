@@ -2,6 +2,7 @@
 package root
 
 import (
+	brokercmd "github.com/kdiag/kdiag/internal/cmd/broker"
 	"github.com/kdiag/kdiag/internal/cmd/version"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/spf13/cobra"
@@ -29,6 +30,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	})
 
 	cmd.AddCommand(version.NewCmdVersion(f))
+	cmd.AddCommand(brokercmd.NewCmdBroker(f, nil))
 	// Subcommands register here, one line each.
 	return cmd
 }

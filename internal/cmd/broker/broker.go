@@ -1,0 +1,214 @@
+// Package broker implements `kdiag broker`: an embedded Kafka cluster that
+// closes idle connections, for running an application against and watching
+// whether its client leaves CLOSE_WAIT behind.
+package broker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+)
+
+// BrokerOptions are the parsed flags and dependencies of `kdiag broker`.
+type BrokerOptions struct {
+	IO *cmdutil.IOStreams
+	// Context ends the run (SIGINT/SIGTERM in a real run).
+	Context context.Context
+
+	Brokers    int
+	Ports      []int
+	Listen     string
+	Advertise  string
+	Idle       time.Duration
+	Topics     []string
+	Partitions int
+	LogLevel   string
+	Duration   time.Duration
+}
+
+// NewCmdBroker returns `kdiag broker`. runF, when non-nil, replaces the run
+// (flag tests capture the options with it).
+func NewCmdBroker(f *cmdutil.Factory, runF func(*BrokerOptions) error) *cobra.Command {
+	opts := &BrokerOptions{IO: f.IO}
+	var ports string
+	cmd := &cobra.Command{
+		Use:   "broker",
+		Short: "Run an embedded Kafka cluster that closes idle connections",
+		Long: `Run an embedded Kafka cluster (franz-go's kfake) of --brokers brokers on 127.0.0.1
+that closes every connection idle for --idle, as a real broker does with
+connections.max.idle.ms (600000 ms = 10m by default).
+
+Point your application at it with a short --idle and watch its sockets: a client
+that does not read idle connections keeps each connection the broker closed in
+CLOSE_WAIT (a passive close) until it writes on it again or closes it.
+
+Every accept and close is logged to stderr with the client's address, the broker's
+node id and why it closed: idle (the broker's timeout), client closed (EOF),
+shutdown. On exit kdiag prints how many connections each broker accepted and
+who closed them.
+
+Ports 9092, 9093, ... are used when free, other free ports otherwise (it says so).
+Topics are created on first use; --topic pre-creates them.`,
+		Example: `  # three brokers that close connections idle for 3 seconds
+  kdiag broker --idle 3s
+  # then run your app with bootstrap.servers=127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
+  # and watch it:  kdiag scan --pid <pid>   (or: ss -tnp state close-wait)
+
+  # one broker on a chosen port, a topic with 6 partitions, for one minute
+  kdiag broker --brokers 1 --ports 19092 --topic orders --partitions 6 --duration 1m
+
+  # try a third-party client
+  kdiag broker --idle 2s &
+  echo hello | kcat -b 127.0.0.1:9092 -P -t test`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ports != "" {
+				for _, p := range strings.Split(ports, ",") {
+					n, err := strconv.Atoi(strings.TrimSpace(p))
+					if err != nil || n < 0 || n > 65535 {
+						return cmdutil.UsageErrorf("--ports: %q is not a port number", p)
+					}
+					opts.Ports = append(opts.Ports, n)
+				}
+				if !cmd.Flags().Changed("brokers") {
+					opts.Brokers = len(opts.Ports)
+				} else if len(opts.Ports) != opts.Brokers {
+					return cmdutil.UsageErrorf("--ports lists %d ports for --brokers %d: give one port per broker", len(opts.Ports), opts.Brokers)
+				}
+			}
+			if opts.Brokers < 1 {
+				return cmdutil.UsageErrorf("--brokers must be at least 1")
+			}
+			if opts.Idle < 0 || opts.Duration < 0 || opts.Partitions < 0 {
+				return cmdutil.UsageErrorf("--idle, --duration and --partitions must not be negative")
+			}
+			if net.ParseIP(opts.Listen) == nil {
+				return cmdutil.UsageErrorf("--listen: %q is not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)", opts.Listen)
+			}
+			if _, err := parseLevel(opts.LogLevel); err != nil {
+				return cmdutil.UsageErrorf("--log-level: %v", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			opts.Context = ctx
+			if runF != nil {
+				return runF(opts)
+			}
+			return runBroker(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&opts.Brokers, "brokers", 3, "number of brokers")
+	fl.StringVar(&ports, "ports", "", "comma list of ports, one per broker (default 9092,9093,... when free)")
+	fl.StringVar(&opts.Listen, "listen", "127.0.0.1", "address to bind; anything but loopback exposes the broker")
+	fl.StringVar(&opts.Advertise, "advertise", "", "host to advertise in metadata (default the --listen address, or the host name for 0.0.0.0)")
+	fl.DurationVar(&opts.Idle, "idle", 10*time.Minute, "close connections idle this long (the broker's connections.max.idle.ms); 0 never")
+	fl.StringArrayVar(&opts.Topics, "topic", nil, "topic to create at start (repeatable); others are created on first use")
+	fl.IntVar(&opts.Partitions, "partitions", 0, "partitions per topic (default one per broker)")
+	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level of the accept/close log on stderr: debug|info|warn")
+	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long (default: run until Ctrl-C)")
+	return cmd
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	}
+	return 0, fmt.Errorf("%q: want debug, info or warn", s)
+}
+
+func runBroker(opts *BrokerOptions) error {
+	level, err := parseLevel(opts.LogLevel)
+	if err != nil {
+		return cmdutil.UsageErrorf("--log-level: %v", err)
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if opts.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
+		defer cancel()
+	}
+	if ip := net.ParseIP(opts.Listen); ip != nil && !ip.IsLoopback() {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: --listen %s exposes an unauthenticated Kafka broker to the network; use 127.0.0.1 unless you mean it\n", opts.Listen)
+	}
+	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	c, err := broker.Start(ctx, broker.Config{
+		Brokers:    opts.Brokers,
+		Ports:      opts.Ports,
+		Listen:     opts.Listen,
+		Advertise:  opts.Advertise,
+		Idle:       opts.Idle,
+		Topics:     opts.Topics,
+		Partitions: opts.Partitions,
+		Logger:     logger,
+	})
+	if err != nil {
+		return &cmdutil.ExitError{Code: 1, Err: err}
+	}
+	defer c.Close()
+
+	out := opts.IO.Out
+	idle := "never closes idle connections"
+	if opts.Idle > 0 {
+		idle = fmt.Sprintf("closes connections idle for %s (connections.max.idle.ms=%d)", opts.Idle, opts.Idle.Milliseconds())
+	}
+	fmt.Fprintf(out, "kdiag broker: %s on %s, %s.\n", cmdutil.Plural(opts.Brokers, "broker"), opts.Listen, idle)
+	for _, n := range c.Notes() {
+		fmt.Fprintf(out, "note: %s\n", n)
+	}
+	bs := c.BootstrapServers()
+	fmt.Fprintf(out, `
+  bootstrap.servers=%s
+
+Point a client at it, e.g.
+  your application with bootstrap.servers=%s
+  echo hello | kcat -b %s -P -t test
+Then watch the client's sockets: kdiag scan --pid <pid>   (or: ss -tnp state close-wait)
+Accepts and closes are logged to stderr. `, bs, bs, bs)
+	if opts.Duration > 0 {
+		fmt.Fprintf(out, "Stops after %s or on Ctrl-C.\n", opts.Duration)
+	} else {
+		fmt.Fprintln(out, "Ctrl-C stops.")
+	}
+
+	<-ctx.Done()
+	c.Close()
+	writeStats(out, c.Stats())
+	return nil
+}
+
+// writeStats prints what each broker accepted and who closed it.
+func writeStats(w io.Writer, s broker.Stats) {
+	fmt.Fprintln(w, "\nConnections:")
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header("NODE", "ADDRESS", "ACCEPTED", "CLOSED IDLE (BY BROKER)", "CLOSED BY CLIENT", "CLOSED AT SHUTDOWN", "OTHER")
+	row := func(node, addr string, c broker.Counts) {
+		_ = t.Append(node, addr, strconv.Itoa(c.Accepted), strconv.Itoa(c.ClosedIdle), strconv.Itoa(c.ClosedByClient), strconv.Itoa(c.ClosedShutdown), strconv.Itoa(c.ClosedOther))
+	}
+	for _, b := range s.Brokers {
+		row(strconv.Itoa(int(b.Node)), b.Addr, b.Counts)
+	}
+	row("all", "", s.Counts)
+	_ = t.Render()
+}

@@ -1,0 +1,187 @@
+package netstat
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Query says which sockets a Scan reports. The zero value (after States is
+// set) reports every socket of those states; each non-empty field narrows it.
+type Query struct {
+	// States are the TCP states wanted; the kernel filters on them
+	// (inet_diag_req_v2.idiag_states). 0 means AllStates.
+	States StateSet
+	// PIDs limits the scan to these processes: only their fds are read and
+	// only their sockets reported.
+	PIDs []int
+	// Process limits the scan to processes whose name or command line
+	// matches.
+	Process *regexp.Regexp
+	// RemotePorts keeps sockets whose remote port is one of these.
+	RemotePorts []uint16
+	// Remotes keeps sockets whose remote end matches one of these.
+	Remotes []Endpoint
+	// Brokers are the Kafka brokers (a bootstrap list): sockets to them mark
+	// their process a Kafka client, and only sockets to them are reported.
+	// Without brokers, ports 9092-9094 mark a Kafka client and nothing is
+	// dropped.
+	Brokers []Endpoint
+}
+
+// states returns the wanted states, AllStates for 0.
+func (q Query) states() StateSet {
+	if q.States == 0 {
+		return AllStates
+	}
+	return q.States
+}
+
+// matchSocket applies the socket-level filters: remote ports, remotes and
+// brokers. Listeners have no remote, so any remote filter drops them.
+func (q Query) matchSocket(s *Socket) bool {
+	if !q.states().Has(s.State) {
+		return false
+	}
+	if len(q.RemotePorts) > 0 && !slices.Contains(q.RemotePorts, s.Remote.Port()) {
+		return false
+	}
+	if len(q.Remotes) > 0 && !matchAny(q.Remotes, s.Remote) {
+		return false
+	}
+	if len(q.Brokers) > 0 && !matchAny(q.Brokers, s.Remote) {
+		return false
+	}
+	return true
+}
+
+// hasSocketFilter reports whether any filter looks at a socket's remote.
+func (q Query) hasSocketFilter() bool {
+	return len(q.RemotePorts) > 0 || len(q.Remotes) > 0 || len(q.Brokers) > 0
+}
+
+func matchAny(eps []Endpoint, ap netip.AddrPort) bool {
+	for _, e := range eps {
+		if e.Match(ap) {
+			return true
+		}
+	}
+	return false
+}
+
+// Endpoint is a remote end to match: a host's addresses and a port.
+type Endpoint struct {
+	// Host is as the user wrote it (a name or an address).
+	Host string
+	// Addrs are Host's addresses (resolved once, when parsed); empty means
+	// any address.
+	Addrs []netip.Addr
+	// Port is the port, 0 for any.
+	Port uint16
+}
+
+// String writes the endpoint as it was given, host:port or host.
+func (e Endpoint) String() string {
+	if e.Port == 0 {
+		return e.Host
+	}
+	return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
+}
+
+// Match reports whether ap is this endpoint. IPv4-mapped IPv6 addresses
+// (::ffff:127.0.0.1, as dual-stack sockets show IPv4 peers) match their IPv4
+// form.
+func (e Endpoint) Match(ap netip.AddrPort) bool {
+	if e.Port != 0 && ap.Port() != e.Port {
+		return false
+	}
+	if len(e.Addrs) == 0 {
+		return true
+	}
+	a := ap.Addr().Unmap()
+	for _, x := range e.Addrs {
+		if x.Unmap() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveTimeout bounds the name lookups of ParseEndpoint.
+const resolveTimeout = 5 * time.Second
+
+// ParseEndpoint parses HOST, HOST:PORT, [IPv6]:PORT or an IPv6 address, and
+// resolves HOST when it is a name. Port 0 or no port matches any port.
+func ParseEndpoint(s string) (Endpoint, error) {
+	return parseEndpoint(s, 0)
+}
+
+// ParseBrokers parses a bootstrap list, "h1:9092,h2:9092", as Kafka clients
+// take bootstrap.servers; an entry without a port gets 9092. Names are
+// resolved.
+func ParseBrokers(list string) ([]Endpoint, error) {
+	var out []Endpoint
+	for _, part := range strings.Split(list, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		// bootstrap.servers entries may carry a security protocol prefix.
+		if i := strings.Index(part, "://"); i >= 0 {
+			part = part[i+3:]
+		}
+		e, err := parseEndpoint(part, 9092)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("broker list %q names no broker (want host:port[,host:port...])", list)
+	}
+	return out, nil
+}
+
+func parseEndpoint(s string, defPort uint16) (Endpoint, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Endpoint{}, fmt.Errorf("empty endpoint (want HOST[:PORT])")
+	}
+	host, port := s, defPort
+	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		// A bare address, IPv6 included ("::1", "[::1]").
+		return Endpoint{Host: a.String(), Addrs: []netip.Addr{a}, Port: defPort}, nil
+	}
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return Endpoint{}, fmt.Errorf("endpoint %q: port %q is not a number from 0 to 65535", s, p)
+		}
+		host, port = h, uint16(n)
+	} else if strings.Contains(s, ":") && !strings.Contains(s, "]") {
+		return Endpoint{}, fmt.Errorf("endpoint %q: %v (write IPv6 with a port as [addr]:port)", s, err)
+	}
+	if host == "" {
+		return Endpoint{}, fmt.Errorf("endpoint %q: no host", s)
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return Endpoint{Host: host, Addrs: []netip.Addr{a}, Port: port}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("endpoint %q: cannot resolve %s: %w", s, host, err)
+	}
+	for i := range addrs {
+		addrs[i] = addrs[i].Unmap()
+	}
+	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+	return Endpoint{Host: host, Addrs: slices.Compact(addrs), Port: port}, nil
+}

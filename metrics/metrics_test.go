@@ -1,0 +1,194 @@
+package metrics
+
+// The snapshots here are synthetic (built in the test); the watch command's
+// tests scrape metrics of real sockets.
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/analyzer"
+	"github.com/kdiag/kdiag/netstat"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+// series builds n snapshots, 1s apart: pid 42 ("java") gains one CLOSE_WAIT
+// toward 10.0.0.1:9092 per second and holds 2 ESTABLISHED; one unattributed
+// TIME_WAIT socket is there throughout.
+func series(n int) []netstat.Snapshot {
+	var out []netstat.Snapshot
+	for i := range n {
+		s := netstat.Snapshot{Time: t0.Add(time.Duration(i) * time.Second), Source: "netlink",
+			Processes: []netstat.Process{{PID: 42, Name: "java", StartTime: t0.Add(-time.Hour)}}}
+		for j := range i {
+			s.Sockets = append(s.Sockets, netstat.Socket{State: netstat.CloseWait, PID: 42, Inode: uint64(100 + j),
+				Local: netip.AddrPortFrom(netip.MustParseAddr("10.0.0.9"), uint16(40000+j)), Remote: netip.MustParseAddrPort("10.0.0.1:9092"), RecvQ: 1})
+		}
+		for j := range 2 {
+			s.Sockets = append(s.Sockets, netstat.Socket{State: netstat.Established, PID: 42, Inode: uint64(900 + j),
+				Remote: netip.MustParseAddrPort("10.0.0.2:9092")})
+		}
+		s.Sockets = append(s.Sockets, netstat.Socket{State: netstat.TimeWait, Remote: netip.MustParseAddrPort("10.0.0.3:9092")})
+		out = append(out, s)
+	}
+	return out
+}
+
+func fed(n int) *Collector {
+	c := New()
+	snaps := series(n)
+	tr := analyzer.NewTracker(analyzer.Options{})
+	for i := range snaps {
+		tr.Add(&snaps[i])
+		c.Update(&snaps[i], tr.Analysis(), 3*time.Millisecond)
+	}
+	c.ScanFailed(time.Millisecond)
+	return c
+}
+
+func parse(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return mfs
+}
+
+// flat writes each sample as name{labels} value, sorted, for diffs.
+func flat(mfs map[string]*dto.MetricFamily, names ...string) []string {
+	var out []string
+	for _, name := range names {
+		mf := mfs[name]
+		if mf == nil {
+			out = append(out, name+" MISSING")
+			continue
+		}
+		for _, m := range mf.Metric {
+			var ls []string
+			for _, l := range m.Label {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			var v float64
+			switch {
+			case m.Gauge != nil:
+				v = m.Gauge.GetValue()
+			case m.Counter != nil:
+				v = m.Counter.GetValue()
+			}
+			out = append(out, fmt.Sprintf("%s{%s} %.6g", name, strings.Join(ls, ","), v))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+var wantKdiag = []string{
+	"kdiag_close_wait_growing{pid=0,process=} 0",
+	"kdiag_close_wait_growing{pid=42,process=java} 1",
+	"kdiag_close_wait_growth_per_minute{pid=0,process=} 0",
+	"kdiag_close_wait_growth_per_minute{pid=42,process=java} 60",
+	"kdiag_close_wait_oldest_age_seconds{pid=42,process=java} 58",
+	"kdiag_scan_duration_seconds{} 0.001",
+	"kdiag_scan_errors_total{} 1",
+	"kdiag_scans_total{} 61",
+	"kdiag_tcp_sockets{pid=0,process=,remote=10.0.0.3:9092,state=TIME_WAIT} 1",
+	"kdiag_tcp_sockets{pid=42,process=java,remote=10.0.0.1:9092,state=CLOSE_WAIT} 59",
+	"kdiag_tcp_sockets{pid=42,process=java,remote=10.0.0.2:9092,state=ESTABLISHED} 2",
+}
+
+var kdiagNames = []string{"kdiag_close_wait_growing", "kdiag_close_wait_growth_per_minute", "kdiag_close_wait_oldest_age_seconds",
+	"kdiag_scan_duration_seconds", "kdiag_scan_errors_total", "kdiag_scans_total", "kdiag_tcp_sockets"}
+
+func TestScrapeOverLoopback(t *testing.T) {
+	c := fed(60)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: Handler(c), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	mfs := parse(t, resp.Body)
+	if diff := cmp.Diff(wantKdiag, flat(mfs, kdiagNames...)); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+	if mfs["kdiag_last_scan_timestamp_seconds"].GetMetric()[0].GetGauge().GetValue() != float64(t0.Add(59*time.Second).Unix()) {
+		t.Errorf("last scan timestamp = %v", mfs["kdiag_last_scan_timestamp_seconds"])
+	}
+	// kdiag's own runtime metrics come with the endpoint.
+	if mfs["go_goroutines"] == nil || mfs["process_cpu_seconds_total"] == nil {
+		t.Errorf("go_/process_ metrics missing")
+	}
+	if got := mfs["kdiag_tcp_sockets"].GetType(); got != dto.MetricType_GAUGE {
+		t.Errorf("kdiag_tcp_sockets type = %v", got)
+	}
+}
+
+func TestTextfile(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteTextfile(dir, fed(60)); err != nil {
+		t.Fatal(err)
+	}
+	// Write again: the rename replaces the file and leaves no temp behind.
+	if err := WriteTextfile(dir, fed(60)); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != TextfileName {
+		t.Fatalf("dir holds %v, want only %s", entries, TextfileName)
+	}
+	f, err := os.Open(filepath.Join(dir, TextfileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mfs := parse(t, f)
+	if diff := cmp.Diff(wantKdiag, flat(mfs, kdiagNames...)); diff != "" {
+		t.Errorf("textfile (-want +got):\n%s", diff)
+	}
+	if mfs["go_goroutines"] != nil {
+		t.Errorf("textfile carries go_ metrics: node_exporter would reject duplicates")
+	}
+}
+
+func TestAggregateCapsRemotes(t *testing.T) {
+	s := &netstat.Snapshot{Processes: []netstat.Process{{PID: 7, Name: "srv"}}}
+	for i := range 30 {
+		// Remote i gets i+1 sockets: the busiest keep their series.
+		for range i + 1 {
+			s.Sockets = append(s.Sockets, netstat.Socket{State: netstat.Established, PID: 7,
+				Remote: netip.AddrPortFrom(netip.MustParseAddr("10.9.0.1"), uint16(1000+i))})
+		}
+	}
+	got := aggregate(s, 3)
+	var lines []string
+	for _, g := range got {
+		lines = append(lines, fmt.Sprintf("%s %d", g.remote, g.n))
+	}
+	want := []string{"10.9.0.1:1029 30", "10.9.0.1:1028 29", "10.9.0.1:1027 28", fmt.Sprintf("other %d", 465-30-29-28)}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("aggregate (-want +got):\n%s", diff)
+	}
+}

@@ -44,7 +44,7 @@ func (q Query) states() StateSet {
 }
 
 // matchSocket applies the socket-level filters: remote ports, remotes and
-// brokers. Listeners have no remote, so any remote filter drops them.
+// brokers. A listener's remote is the unspecified address, port 0.
 func (q Query) matchSocket(s *Socket) bool {
 	if !q.states().Has(s.State) {
 		return false

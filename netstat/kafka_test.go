@@ -1,0 +1,104 @@
+package netstat
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestKafkaReason(t *testing.T) {
+	root := t.TempDir()
+	mk := func(pid int, files map[string]string, links map[string]string) {
+		dir := filepath.Join(root, strconv.Itoa(pid))
+		if err := os.MkdirAll(filepath.Join(dir, "fd"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, body := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for fd, target := range links {
+			if err := os.Symlink(target, filepath.Join(dir, "fd", fd)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk(1, nil, nil)
+	mk(2, map[string]string{"environ": "HOME=/root\x00CLASSPATH=/opt/app/lib/kafka-clients-3.7.0.jar:/opt/app/lib/x.jar\x00"}, nil)
+	mk(3, nil, map[string]string{"3": "/opt/app/lib/slf4j.jar", "4": "/opt/app/lib/kafka-clients-3.9.1-ccs.jar"})
+	mk(4, map[string]string{"maps": "7f00-7f01 r-xp 00000000 08:01 1234 /usr/lib/x86_64-linux-gnu/libc.so.6\n" +
+		"7f10-7f11 r-xp 00000000 08:01 1235 /usr/lib/x86_64-linux-gnu/librdkafka.so.1\n"}, nil)
+	mk(5, nil, nil)
+
+	sock := func(remote string) Socket {
+		return Socket{State: CloseWait, Remote: netip.MustParseAddrPort(remote)}
+	}
+	brokers, _ := ParseBrokers("127.0.0.1:19092")
+	tests := []struct {
+		name string
+		ev   kafkaEvidence
+		want string
+	}{
+		{"nothing", kafkaEvidence{pid: 1, name: "nginx", args: []string{"nginx"}, sockets: []Socket{sock("127.0.0.1:80")}}, ""},
+		{"-cp", kafkaEvidence{pid: 1, name: "java", args: []string{"/usr/bin/java", "-cp", "a.jar:/l/kafka-clients-3.7.0.jar", "Main"}},
+			"kafka-clients on class path (kafka-clients-3.7.0.jar)"},
+		{"-Djava.class.path", kafkaEvidence{pid: 1, name: "java", args: []string{"java", "-Djava.class.path=/l/kafka-clients.jar"}},
+			"kafka-clients on class path (kafka-clients.jar)"},
+		{"CLASSPATH", kafkaEvidence{pid: 2, name: "java", args: []string{"java", "Main"}},
+			"kafka-clients on class path (kafka-clients-3.7.0.jar)"},
+		{"open jar", kafkaEvidence{pid: 3, name: "java", args: []string{"java", "-jar", "app.jar"}},
+			"kafka-clients jar open (kafka-clients-3.9.1-ccs.jar)"},
+		{"open jar, not a JVM", kafkaEvidence{pid: 3, name: "python3", args: []string{"python3"}}, ""},
+		{"librdkafka", kafkaEvidence{pid: 4, name: "producer", args: []string{"./producer"}}, "maps librdkafka (librdkafka.so.1)"},
+		{"default ports", kafkaEvidence{pid: 5, name: "app", sockets: []Socket{sock("127.0.0.1:9093"), sock("127.0.0.1:80")}},
+			"sockets to brokers (1 to ports 9092-9094)"},
+		{"brokers", kafkaEvidence{pid: 5, name: "app", brokers: brokers, sockets: []Socket{sock("127.0.0.1:19092"), sock("127.0.0.1:9092")}},
+			"sockets to brokers (1 to --brokers)"},
+		{"listener on 9092", kafkaEvidence{pid: 5, name: "app", sockets: []Socket{{State: Listen, Local: netip.MustParseAddrPort("0.0.0.0:9092")}}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.ev.procRoot = root
+			if got := kafkaReason(tt.ev); got != tt.want {
+				t.Errorf("kafkaReason = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseMapsLibrdkafka(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "",
+		"7f10-7f11 r-xp 00000000 08:01 1235 /opt/lib/librdkafka.so.1\n":        "librdkafka.so.1",
+		"7f10-7f11 r-xp 00000000 08:01 1235 /opt/librdkafka-tools/libfoo.so\n": "",
+		"garbage librdkafka\n":                                                 "librdkafka",
+	} {
+		if got := parseMapsLibrdkafka(strings.NewReader(in)); got != want {
+			t.Errorf("parseMapsLibrdkafka(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzParseMapsLibrdkafka(f *testing.F) {
+	f.Add([]byte("7f10-7f11 r-xp 00000000 08:01 1235 /opt/lib/librdkafka.so.1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got := parseMapsLibrdkafka(strings.NewReader(string(b))); got != "" && !strings.HasPrefix(got, "librdkafka") {
+			t.Errorf("parseMapsLibrdkafka = %q", got)
+		}
+	})
+}
+
+func TestExplainRecvQ(t *testing.T) {
+	for q, want := range map[uint32]string{0: "FIN was read", 1: "FIN was never read", 6: "5 bytes of data unread"} {
+		if got := ExplainRecvQ(Socket{State: CloseWait, RecvQ: q}); !strings.Contains(got, want) {
+			t.Errorf("ExplainRecvQ(Recv-Q %d) = %q, want it to say %q", q, got, want)
+		}
+	}
+	if got := ExplainRecvQ(Socket{State: Established, RecvQ: 1}); got != "" {
+		t.Errorf("ExplainRecvQ(ESTABLISHED) = %q, want \"\"", got)
+	}
+}

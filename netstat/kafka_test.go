@@ -75,7 +75,7 @@ func TestParseMapsLibrdkafka(t *testing.T) {
 		"": "",
 		"7f10-7f11 r-xp 00000000 08:01 1235 /opt/lib/librdkafka.so.1\n":        "librdkafka.so.1",
 		"7f10-7f11 r-xp 00000000 08:01 1235 /opt/librdkafka-tools/libfoo.so\n": "",
-		"garbage librdkafka\n":                                                 "librdkafka",
+		"garbage librdkafka\n": "librdkafka",
 	} {
 		if got := parseMapsLibrdkafka(strings.NewReader(in)); got != want {
 			t.Errorf("parseMapsLibrdkafka(%q) = %q, want %q", in, got, want)

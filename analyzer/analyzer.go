@@ -45,9 +45,10 @@ type Options struct {
 	// 64, brokers always tracked); the rest are counted under "other", so a
 	// server with thousands of clients does not exhaust memory.
 	MaxRemotes int
-	// Brokers are the Kafka endpoints (from --brokers); remotes among them
-	// are marked, and named first in diagnoses.
-	Brokers []netip.AddrPort
+	// IsBroker tells whether a remote endpoint is a Kafka broker (from
+	// --brokers); such remotes are marked, always tracked, and named first
+	// in diagnoses. nil: none is.
+	IsBroker func(netip.AddrPort) bool
 }
 
 func (o Options) withDefaults() Options {
@@ -163,7 +164,7 @@ type RemoteSeries struct {
 	// Options.MaxRemotes (Remote is then the zero value).
 	Remote netip.AddrPort `json:"remote"`
 	Other  bool           `json:"other,omitempty"`
-	// Broker is true when Remote is one of Options.Brokers.
+	// Broker is true when Options.IsBroker says Remote is a broker.
 	Broker bool `json:"broker,omitempty"`
 	// Points has one entry per sample from the first that saw the endpoint.
 	Points    []Point `json:"points"`

@@ -249,36 +249,41 @@ func rateLine(p *ProcessSeries) string {
 	return s + "."
 }
 
-// recvQLine says what the Recv-Q of the held CLOSE_WAIT sockets tells. In
-// CLOSE_WAIT the FIN occupies one sequence number: the kernel's idiag_rqueue
-// (rcv_nxt - copied_seq) is 1 while the application has not read up to the
-// FIN, more when data is unread too, and 0 once it read the EOF.
+// recvQLine says what the Recv-Q of the held CLOSE_WAIT sockets tells, in
+// netstat.ExplainRecvQ's words (the FIN counts one in Recv-Q on Linux), the
+// commonest first.
 func recvQLine(cw []CloseWaitSocket) string {
 	if len(cw) == 0 {
 		return ""
 	}
-	var zero, one, more int
+	counts := make(map[string]int)
+	var order []string
 	for _, c := range cw {
-		switch {
-		case c.RecvQ == 0:
-			zero++
-		case c.RecvQ == 1:
-			one++
-		default:
-			more++
+		e := netstat.ExplainRecvQ(netstat.Socket{State: netstat.CloseWait, RecvQ: c.RecvQ})
+		if counts[e] == 0 {
+			order = append(order, e)
 		}
+		counts[e]++
 	}
+	slices.SortStableFunc(order, func(x, y string) int { return counts[y] - counts[x] })
+	const show = 3
 	var parts []string
-	if one > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d have Recv-Q 1: the broker's FIN was never read, the application does not read these connections", one, len(cw)))
-	}
-	if more > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d have Recv-Q > 1: data and the FIN are unread, the application stopped reading before the broker closed", more, len(cw)))
-	}
-	if zero > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d have Recv-Q 0: the application read the EOF but did not close the socket", zero, len(cw)))
+	for i, e := range order {
+		if i == show {
+			parts = append(parts, fmt.Sprintf("%d more with other Recv-Q values", len(cw)-sumCounts(counts, order[:show])))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d: %s", counts[e], len(cw), e))
 	}
 	return "Recv-Q: " + strings.Join(parts, "; ") + "."
+}
+
+func sumCounts(m map[string]int, keys []string) int {
+	n := 0
+	for _, k := range keys {
+		n += m[k]
+	}
+	return n
 }
 
 // closeWaitCauses orders the likely causes by what Recv-Q and the process

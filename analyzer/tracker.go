@@ -20,7 +20,8 @@ const maxLocalPorts = 1 << 16
 // tracked remote, one Counts per sample, and the live CLOSE_WAIT sockets; a
 // snapshot itself is not retained. Not safe for concurrent use.
 type Tracker struct {
-	opts    Options
+	opts Options
+	// brokers caches Options.IsBroker per remote.
 	brokers map[netip.AddrPort]bool
 	// times holds the sample times in the window; base is the absolute
 	// index of times[0] (samples dropped by Options.Window before it).
@@ -75,9 +76,6 @@ func NewTracker(opts Options) *Tracker {
 		notes:   make(map[string]int),
 		sources: make(map[string]bool),
 	}
-	for _, b := range opts.Brokers {
-		t.brokers[normAddrPort(b)] = true
-	}
 	return t
 }
 
@@ -85,6 +83,20 @@ func NewTracker(opts Options) *Tracker {
 // and 10.0.0.1:9092 are one broker.
 func normAddrPort(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+func (t *Tracker) isBroker(ap netip.AddrPort) bool {
+	if t.opts.IsBroker == nil {
+		return false
+	}
+	b, ok := t.brokers[ap]
+	if !ok {
+		b = t.opts.IsBroker(ap)
+		if len(t.brokers) < 4096 { // a server's clients must not grow it forever
+			t.brokers[ap] = b
+		}
+	}
+	return b
 }
 
 // Samples returns the number of samples in the window.
@@ -185,7 +197,7 @@ func (t *Tracker) remote(ps *procState, ap netip.AddrPort, idx int) *remoteState
 	if rs := ps.remotes[k]; rs != nil {
 		return rs
 	}
-	if len(ps.remotes) >= t.opts.MaxRemotes && !t.brokers[ap] {
+	if len(ps.remotes) >= t.opts.MaxRemotes && !t.isBroker(ap) {
 		k = remoteKey{other: true}
 		if rs := ps.remotes[k]; rs != nil {
 			return rs
@@ -281,7 +293,7 @@ func (t *Tracker) Analysis() *Analysis {
 		p.CloseWaitRecent = t.fit(p.Points, netstat.CloseWait, a.End.Add(-t.opts.Recent))
 		p.Established = t.fit(p.Points, netstat.Established, time.Time{})
 		for rk, rs := range ps.remotes {
-			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.brokers[rk.ap]}
+			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
 			r.Points = t.points(rs.counts, rs.first)
 			r.CloseWait = t.fit(r.Points, netstat.CloseWait, time.Time{})
 			p.Remotes = append(p.Remotes, r)

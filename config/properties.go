@@ -218,10 +218,27 @@ func (pr *propReader) readLine() (propLine, bool) {
 // entry splits a logical line into key and value, as Properties.load0.
 func (pr *propReader) entry(ln propLine) Entry {
 	limit := len(ln.text)
-	keyLen, valueStart := 0, limit
+	keyLen, valueStart := splitLine(ln.text)
+	key := pr.unescape(ln.text[:keyLen], ln.pos[:keyLen])
+	value := pr.unescape(ln.text[valueStart:], ln.pos[valueStart:])
+	e := Entry{Key: key, RawKey: key, Value: value, KeyPos: ln.start, ValuePos: ln.end}
+	if limit > 0 {
+		e.KeyPos = ln.pos[0]
+	}
+	if valueStart < limit {
+		e.ValuePos = ln.pos[valueStart]
+	}
+	return e
+}
+
+// splitLine finds where the (escaped) key of a logical line ends and its
+// value starts, as Properties.load0.
+func splitLine(text []rune) (keyLen, valueStart int) {
+	limit := len(text)
+	valueStart = limit
 	hasSep, backslash := false, false
 	for keyLen < limit {
-		c := ln.text[keyLen]
+		c := text[keyLen]
 		if (c == '=' || c == ':') && !backslash {
 			valueStart, hasSep = keyLen+1, true
 			break
@@ -234,7 +251,7 @@ func (pr *propReader) entry(ln propLine) Entry {
 		keyLen++
 	}
 	for valueStart < limit {
-		c := ln.text[valueStart]
+		c := text[valueStart]
 		if !isBlank(c) {
 			if hasSep || (c != '=' && c != ':') {
 				break
@@ -243,16 +260,7 @@ func (pr *propReader) entry(ln propLine) Entry {
 		}
 		valueStart++
 	}
-	key := pr.unescape(ln.text[:keyLen], ln.pos[:keyLen])
-	value := pr.unescape(ln.text[valueStart:], ln.pos[valueStart:])
-	e := Entry{Key: key, RawKey: key, Value: value, KeyPos: ln.start, ValuePos: ln.end}
-	if limit > 0 {
-		e.KeyPos = ln.pos[0]
-	}
-	if valueStart < limit {
-		e.ValuePos = ln.pos[valueStart]
-	}
-	return e
+	return keyLen, valueStart
 }
 
 // unescape decodes Properties escapes, as Properties.loadConvert. A \u

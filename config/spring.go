@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -196,7 +197,10 @@ func ParseSpringYAML(name string, data []byte) (*File, error) {
 	return f, nil
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var (
+	yamlLineRE      = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+)
 
 // yamlErrorPos finds where a yaml.v3 error is: its message says "yaml:
 // line N: what"; the column comes from the text of that line.
@@ -204,9 +208,25 @@ func yamlErrorPos(err error, data []byte) (Pos, string) {
 	msg := err.Error()
 	m := yamlLineRE.FindStringSubmatch(msg)
 	if m == nil {
-		return Pos{1, 1}, strings.TrimPrefix(msg, "yaml: ")
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		// "unknown anchor 'a' referenced" has no line: find the *a.
+		if a := unknownAnchorRE.FindStringSubmatch(msg); a != nil {
+			if i := bytes.Index(data, []byte("*"+a[1])); i >= 0 {
+				before := data[:i]
+				line := bytes.Count(before, []byte("\n")) + 1
+				col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+				return Pos{line, col}, msg
+			}
+		}
+		return Pos{1, 1}, msg
 	}
 	line, _ := strconv.Atoi(m[1])
+	if yamlParserProblem(m[2]) {
+		// yaml.v3's fail() adds one to the 0-based line of scanner errors
+		// only; a parser error (parserc.go yaml_parser_set_parser_error*)
+		// carries the 0-based line of its context mark.
+		line++
+	}
 	lines := strings.Split(string(data), "\n")
 	col := 1
 	if line >= 1 && line <= len(lines) {
@@ -232,6 +252,17 @@ func yamlErrorPos(err error, data []byte) (Pos, string) {
 		}
 	}
 	return Pos{line, col}, m[2]
+}
+
+// yamlParserProblem tells the parser's problems (parserc.go) from the
+// scanner's by their text.
+func yamlParserProblem(msg string) bool {
+	for _, p := range []string{"did not find expected", "found undefined tag handle", "found duplicate %", "found incompatible YAML document"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // yamlWalker flattens one YAML document into springItems.

@@ -1,0 +1,335 @@
+package output
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/kdiag/kdiag/rules"
+)
+
+// SARIF 2.1.0 (OASIS, errata 01): https://docs.oasis-open.org/sarif/sarif/v2.1.0/
+// The types below are the subset kdiag writes, named after the spec's
+// objects (sarifLog §3.13, run §3.14, toolComponent §3.19,
+// reportingDescriptor §3.49, result §3.27, physicalLocation §3.29).
+const (
+	sarifVersion = "2.1.0"
+	sarifSchema  = "https://json.schemastore.org/sarif-2.1.0.json"
+	// srcRoot is the uriBaseId of relative paths: GitHub code scanning
+	// resolves it to the checkout, so results link to the file.
+	srcRoot = "%SRCROOT%"
+	// fingerprintKey names kdiag's partialFingerprints entry; the "/v1"
+	// lets a later scheme coexist (§3.27.17).
+	fingerprintKey = "kdiagFinding/v1"
+)
+
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool    sarifTool     `json:"tool"`
+	Results []sarifResult `json:"results"`
+	// OriginalURIBaseIDs is left out: GitHub sets %SRCROOT% itself, and an
+	// absolute local path would leak the runner's layout.
+}
+
+type sarifTool struct {
+	Driver sarifDriver `json:"driver"`
+}
+
+type sarifDriver struct {
+	Name           string            `json:"name"`
+	Version        string            `json:"version"`
+	InformationURI string            `json:"informationUri"`
+	Rules          []sarifDescriptor `json:"rules"`
+}
+
+type sarifDescriptor struct {
+	ID                   string          `json:"id"`
+	Name                 string          `json:"name,omitempty"`
+	ShortDescription     *sarifText      `json:"shortDescription,omitempty"`
+	FullDescription      *sarifText      `json:"fullDescription,omitempty"`
+	Help                 *sarifText      `json:"help,omitempty"`
+	HelpURI              string          `json:"helpUri"`
+	DefaultConfiguration sarifConfig     `json:"defaultConfiguration"`
+	Properties           *sarifRuleProps `json:"properties,omitempty"`
+}
+
+// sarifText is a multiformatMessageString (§3.12) or a message (§3.11).
+type sarifText struct {
+	Text     string `json:"text"`
+	Markdown string `json:"markdown,omitempty"`
+}
+
+type sarifConfig struct {
+	Level string `json:"level"`
+}
+
+// sarifRuleProps is the rule's property bag as GitHub reads it: tags are
+// shown and filterable; security-severity (a CVSS-like score as a string)
+// makes GitHub treat the rule as a security rule and rank it critical,
+// high, medium or low, so it is set only for secret rules.
+type sarifRuleProps struct {
+	Tags             []string `json:"tags,omitempty"`
+	Precision        string   `json:"precision,omitempty"`
+	SecuritySeverity string   `json:"security-severity,omitempty"`
+}
+
+type sarifResult struct {
+	RuleID              string            `json:"ruleId"`
+	RuleIndex           int               `json:"ruleIndex"`
+	Level               string            `json:"level"`
+	Message             sarifText         `json:"message"`
+	Locations           []sarifLocation   `json:"locations"`
+	PartialFingerprints map[string]string `json:"partialFingerprints,omitempty"`
+	Properties          *sarifResultProps `json:"properties,omitempty"`
+}
+
+type sarifResultProps struct {
+	Key      string `json:"key,omitempty"`
+	Evidence string `json:"evidence,omitempty"`
+	Fix      string `json:"fix,omitempty"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation sarifPhysical `json:"physicalLocation"`
+}
+
+type sarifPhysical struct {
+	ArtifactLocation sarifArtifact `json:"artifactLocation"`
+	Region           *sarifRegion  `json:"region,omitempty"`
+}
+
+type sarifArtifact struct {
+	URI       string `json:"uri"`
+	URIBaseID string `json:"uriBaseId,omitempty"`
+}
+
+type sarifRegion struct {
+	StartLine   int `json:"startLine"`
+	StartColumn int `json:"startColumn,omitempty"`
+}
+
+// WriteSARIF writes a SARIF 2.1.0 log with one run. tool.driver.rules
+// describes every rule that fired, in catalog order, and each result points
+// at its rule by ruleId and ruleIndex. Relative paths are written relative to
+// %SRCROOT%, as GitHub code scanning expects; absolute paths as file: URIs.
+func WriteSARIF(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, meta Meta) error {
+	fs := prepare(findings)
+
+	fired := map[string]bool{}
+	for _, f := range fs {
+		fired[f.RuleID] = true
+	}
+	var descs []sarifDescriptor
+	ruleIndex := map[string]int{}
+	for _, r := range catalog {
+		if r != nil && fired[r.ID] {
+			if _, dup := ruleIndex[r.ID]; !dup {
+				ruleIndex[r.ID] = len(descs)
+				descs = append(descs, describe(r))
+			}
+		}
+	}
+	// A finding whose rule is missing from the catalog (a caller's mistake)
+	// still gets a descriptor, so that ruleIndex is always valid.
+	for _, f := range fs {
+		if _, ok := ruleIndex[f.RuleID]; !ok {
+			ruleIndex[f.RuleID] = len(descs)
+			descs = append(descs, sarifDescriptor{
+				ID: f.RuleID, HelpURI: HelpURI(f.RuleID),
+				DefaultConfiguration: sarifConfig{Level: level(f.Severity)},
+			})
+		}
+	}
+	if descs == nil {
+		descs = []sarifDescriptor{}
+	}
+
+	results := make([]sarifResult, 0, len(fs))
+	seen := map[string]int{}
+	for _, f := range fs {
+		res := sarifResult{
+			RuleID:    f.RuleID,
+			RuleIndex: ruleIndex[f.RuleID],
+			Level:     level(f.Severity),
+			Message:   sarifText{Text: f.Message},
+			Locations: []sarifLocation{{PhysicalLocation: physical(f)}},
+		}
+		// The fingerprint leaves out the line, so a finding keeps its
+		// identity when lines are added above it; the occurrence count tells
+		// apart equal findings in one file.
+		fp := fingerprint(f)
+		seen[fp]++
+		res.PartialFingerprints = map[string]string{fingerprintKey: fmt.Sprintf("%s:%d", fp, seen[fp])}
+		if f.Key != "" || f.Evidence != "" || f.Fix != "" {
+			res.Properties = &sarifResultProps{Key: f.Key, Evidence: f.Evidence, Fix: f.Fix}
+		}
+		results = append(results, res)
+	}
+
+	log := sarifLog{
+		Schema:  sarifSchema,
+		Version: sarifVersion,
+		Runs: []sarifRun{{
+			Tool: sarifTool{Driver: sarifDriver{
+				Name:           "kdiag",
+				Version:        meta.version(),
+				InformationURI: InformationURI,
+				Rules:          descs,
+			}},
+			Results: results,
+		}},
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(log)
+}
+
+// level maps a severity to a SARIF result level (§3.27.10).
+func level(s rules.Severity) string {
+	switch s {
+	case rules.Error:
+		return "error"
+	case rules.Warning:
+		return "warning"
+	}
+	return "note"
+}
+
+// describe builds a rule's reportingDescriptor from the catalog value, the
+// same value kdiag rules and docs/rules.md are written from.
+func describe(r *rules.Rule) sarifDescriptor {
+	d := sarifDescriptor{
+		ID:                   r.ID,
+		Name:                 ruleName(r.Title),
+		HelpURI:              HelpURI(r.ID),
+		DefaultConfiguration: sarifConfig{Level: level(r.Severity)},
+	}
+	if r.Title != "" {
+		d.ShortDescription = &sarifText{Text: r.Title}
+	}
+	if r.Rationale != "" {
+		d.FullDescription = &sarifText{Text: r.Rationale}
+	}
+	d.Help = &sarifText{Text: helpText(r), Markdown: helpMarkdown(r)}
+	props := &sarifRuleProps{Tags: []string{"kafka", "producer-config"}, Precision: "very-high"}
+	if r.Category != "" {
+		props.Tags = append(props.Tags, r.Category)
+	}
+	if r.Category == "secrets" {
+		props.Tags = append(props.Tags, "security")
+		props.SecuritySeverity = securitySeverity(r.Severity)
+	}
+	d.Properties = props
+	return d
+}
+
+// securitySeverity is GitHub's score: over 7.0 is high, 4.0 to 6.9 medium,
+// 0.1 to 3.9 low. A password in clear in a repository is high.
+func securitySeverity(s rules.Severity) string {
+	switch s {
+	case rules.Error:
+		return "8.0"
+	case rules.Warning:
+		return "7.0"
+	}
+	return "4.0"
+}
+
+func helpText(r *rules.Rule) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", r.ID, r.Title)
+	if r.Rationale != "" {
+		fmt.Fprintf(&b, "\nWhy: %s\n", r.Rationale)
+	}
+	if r.Remediation != "" {
+		fmt.Fprintf(&b, "\nFix: %s\n", r.Remediation)
+	}
+	if r.Source != "" {
+		fmt.Fprintf(&b, "\nSource: %s\n", r.Source)
+	}
+	fmt.Fprintf(&b, "\nDocumentation: %s", HelpURI(r.ID))
+	return b.String()
+}
+
+func helpMarkdown(r *rules.Rule) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s: %s**\n", r.ID, r.Title)
+	if r.Rationale != "" {
+		fmt.Fprintf(&b, "\n%s\n", r.Rationale)
+	}
+	if r.Remediation != "" {
+		fmt.Fprintf(&b, "\n**Fix:** %s\n", r.Remediation)
+	}
+	if r.Source != "" {
+		fmt.Fprintf(&b, "\n**Source:** %s\n", r.Source)
+	}
+	fmt.Fprintf(&b, "\n[%s in docs/rules.md](%s)", r.ID, HelpURI(r.ID))
+	return b.String()
+}
+
+// ruleName turns a title into the PascalCase identifier SARIF's
+// reportingDescriptor.name asks for (§3.49.7): "connections.max.idle.ms is
+// negative" becomes "ConnectionsMaxIdleMsIsNegative".
+func ruleName(title string) string {
+	var b strings.Builder
+	up := true
+	for _, c := range title {
+		if !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			up = true
+			continue
+		}
+		if up {
+			b.WriteRune(unicode.ToUpper(c))
+			up = false
+		} else {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// physical is a result's location: the artifact and, when known, the
+// region. SARIF lines and columns are 1-based, like config.Pos.
+func physical(f rules.Finding) sarifPhysical {
+	p := sarifPhysical{ArtifactLocation: artifact(f.Path)}
+	if f.Pos.Line > 0 {
+		p.Region = &sarifRegion{StartLine: f.Pos.Line}
+		if f.Pos.Col > 0 {
+			p.Region.StartColumn = f.Pos.Col
+		}
+	}
+	return p
+}
+
+// artifact turns a path into a URI reference (§3.4): relative paths with
+// forward slashes against %SRCROOT%, absolute ones as file: URIs.
+func artifact(path string) sarifArtifact {
+	p := filepath.ToSlash(path)
+	if filepath.IsAbs(path) {
+		return sarifArtifact{URI: (&url.URL{Scheme: "file", Path: p}).String()}
+	}
+	p = strings.TrimPrefix(p, "./")
+	return sarifArtifact{URI: (&url.URL{Path: p}).String(), URIBaseID: srcRoot}
+}
+
+// fingerprint identifies a finding independently of its line number.
+func fingerprint(f rules.Finding) string {
+	h := sha256.New()
+	for _, s := range []string{f.RuleID, filepath.ToSlash(f.Path), f.Key, f.Evidence, f.Message} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

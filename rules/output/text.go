@@ -1,0 +1,89 @@
+package output
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kdiag/kdiag/rules"
+)
+
+// WriteText writes findings compiler style, one per line, so editors and CI
+// logs link them to the file:
+//
+//	app.properties:12:1: warning KD101 connections.max.idle.ms is -1: ...
+//	    fix: set connections.max.idle.ms to 540000
+//
+// and ends with a summary line: "3 findings (1 error, 2 warnings) in 2
+// files", or "no findings in 5 files". Like golangci-lint, the findings and
+// the summary are the command's result and go to w (standard output); only
+// diagnostics about the run itself (an unreadable file) go to standard error.
+func WriteText(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, meta Meta) error {
+	bw := bufio.NewWriter(w)
+	fs := prepare(findings)
+	byID := index(catalog)
+	for _, f := range fs {
+		fmt.Fprintf(bw, "%s: %s %s %s\n", position(f), f.Severity, f.RuleID, oneLine(f.Message))
+		fix := f.Fix
+		if fix == "" {
+			if r := byID[f.RuleID]; r != nil {
+				fix = r.Remediation
+			}
+		}
+		if fix != "" {
+			fmt.Fprintf(bw, "    fix: %s\n", oneLine(fix))
+		}
+	}
+	fmt.Fprintln(bw, SummaryLine(Summarize(fs, meta.Files)))
+	return bw.Flush()
+}
+
+// position is "path:line:col", leaving out what is unknown (a file-level
+// finding has no line).
+func position(f rules.Finding) string {
+	switch {
+	case f.Pos.Line <= 0:
+		return f.Path
+	case f.Pos.Col <= 0:
+		return fmt.Sprintf("%s:%d", f.Path, f.Pos.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", f.Path, f.Pos.Line, f.Pos.Col)
+}
+
+// oneLine keeps a finding on its line: a value with a newline in it (a YAML
+// block scalar, a continued properties value) must not start a line that
+// looks like another finding.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\r`).Replace(s)
+}
+
+// SummaryLine renders a summary for people: "3 findings (1 error, 2
+// warnings) in 2 files", "no findings in 5 files".
+func SummaryLine(s Summary) string {
+	if s.Findings == 0 {
+		return "no findings in " + plural(s.Files, "file", "files")
+	}
+	var parts []string
+	if s.Errors > 0 {
+		parts = append(parts, plural(s.Errors, "error", "errors"))
+	}
+	if s.Warnings > 0 {
+		parts = append(parts, plural(s.Warnings, "warning", "warnings"))
+	}
+	if s.Infos > 0 {
+		parts = append(parts, plural(s.Infos, "info", "info"))
+	}
+	return fmt.Sprintf("%s (%s) in %s", plural(s.Findings, "finding", "findings"),
+		strings.Join(parts, ", "), plural(s.FilesWithFindings, "file", "files"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

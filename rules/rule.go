@@ -104,4 +104,8 @@ type Pass struct {
 	Options Options
 	// Report records a finding.
 	Report func(Finding)
+
+	// view is the engine's reading of File (effective values, defaults for
+	// the selected version), shared by the rules of one LintFile call.
+	view *fileView
 }

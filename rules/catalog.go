@@ -1,0 +1,459 @@
+package rules
+
+import (
+	"bufio"
+	"bytes"
+	"embed"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The catalog's facts are the reference tables of ../shared/reference, copied
+// into data/ so that the binary carries them; TestEmbeddedCatalogMatchesReference
+// fails when the copy and the reference drift apart.
+//
+//go:embed data/*.tsv data/SOURCES.md
+var dataFS embed.FS
+
+// Setting is one Java producer config as ProducerConfig (and the
+// CommonClientConfigs, SslConfigs and SaslConfigs it includes) defines it, from
+// data/java-producer-configs.tsv.
+type Setting struct {
+	// Name is the config key, e.g. "connections.max.idle.ms".
+	Name string
+	// Type is the ConfigDef type: INT, LONG, SHORT, DOUBLE, BOOLEAN, STRING,
+	// LIST, CLASS or PASSWORD.
+	Type string
+	// Default39 and Default4x are the defaults as the table writes them on
+	// branch 3.9 and on 4.x/trunk: "(none - required)", "(n/a)" (the key does
+	// not exist there), "(removed)", "null", or the value.
+	Default39, Default4x string
+	// Validator is the validator column as written, e.g. "atLeast(0)".
+	Validator string
+	// Importance is HIGH, MEDIUM or LOW.
+	Importance string
+	// Status is the table's status column: "active", "default changed in 4.0",
+	// "new in 4.1 (KIP-1139)", "deprecated 3.4 (KIP-830); REMOVED 4.0", ...
+	Status string
+	// Notes is the table's free-text notes column.
+	Notes string
+	// Password is true for PASSWORD-type keys, whose values are never shown.
+	Password bool
+
+	// The parsed validator. HasMin/HasMax bound numbers (inclusive); Extra
+	// lists values allowed outside the bounds (gzip level -1); Enum lists
+	// allowed strings, compared ignoring case when EnumFold; NonEmpty rejects
+	// "" (NonEmptyString).
+	HasMin, HasMax bool
+	Min, Max       float64
+	Extra          []string
+	Enum           []string
+	EnumFold       bool
+	NonEmpty       bool
+
+	// AddedIn is the first release that has the key ("" for 3.9 or older);
+	// RemovedIn the release that removed it ("" if present in trunk).
+	AddedIn, RemovedIn string
+}
+
+// Default returns the key's default for a Kafka version: ok is false when the
+// key has no default (required, null, or absent in that version).
+func (s Setting) Default(v Version) (string, bool) {
+	d := s.Default4x
+	if !v.AtLeast(4, 0) {
+		d = s.Default39
+	}
+	switch {
+	case strings.HasPrefix(d, "(none"), d == "(n/a)", d == "(removed)", d == "null":
+		return "", false
+	case strings.HasPrefix(d, `""`):
+		return "", true
+	case strings.HasPrefix(d, "[]"):
+		return "", true
+	}
+	// "TLSv1.3 (Java11+) / TLSv1.2": keep the first value only.
+	if i := strings.Index(d, " ("); i > 0 {
+		d = d[:i]
+	}
+	return d, true
+}
+
+// AvailableIn reports whether the key exists in the given Kafka version.
+func (s Setting) AvailableIn(v Version) bool {
+	if s.RemovedIn != "" {
+		rv, _ := ParseVersion(s.RemovedIn)
+		if v.AtLeast(rv.Major, rv.Minor) {
+			return false
+		}
+	}
+	if s.AddedIn != "" {
+		av, _ := ParseVersion(s.AddedIn)
+		return v.AtLeast(av.Major, av.Minor)
+	}
+	return true
+}
+
+// LibSetting is one librdkafka property a producer uses, from
+// data/librdkafka-producer-configs.tsv (librdkafka CONFIGURATION.md).
+type LibSetting struct {
+	Name string
+	// Scope is "global" or "topic"; CP is "*" (both) or "P" (producer).
+	Scope, CP string
+	// Type is "integer", "float", "boolean", "string" or "enum value".
+	Type string
+	// Range is as written: "0 .. 2147483647", "true, false", "none, gzip".
+	Range      string
+	Default    string
+	Importance string
+	Meaning    string
+	// Sensitive is true for properties librdkafka itself redacts.
+	Sensitive bool
+	// AliasOf names the property this one is an alias of ("" if none).
+	AliasOf string
+
+	HasMin, HasMax bool
+	Min, Max       float64
+	// Enum lists the allowed values (librdkafka compares them ignoring case).
+	Enum []string
+}
+
+type catalogData struct {
+	java     map[string]Setting
+	javaList []Setting
+	lib      map[string]LibSetting
+	libList  []LibSetting
+}
+
+var loadCatalog = sync.OnceValue(func() *catalogData {
+	c, err := parseCatalog()
+	if err != nil {
+		// The data is embedded and tested; a parse error is a build defect.
+		panic(err)
+	}
+	return c
+})
+
+func parseCatalog() (*catalogData, error) {
+	c := &catalogData{java: map[string]Setting{}, lib: map[string]LibSetting{}}
+	jrows, err := readTSV("data/java-producer-configs.tsv", 8)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range jrows {
+		s := Setting{Name: r[0], Type: r[1], Default39: r[2], Default4x: r[3], Validator: r[4],
+			Importance: r[5], Status: r[6], Notes: r[7]}
+		s.Password = s.Type == "PASSWORD"
+		parseJavaValidator(&s)
+		parseJavaStatus(&s)
+		c.java[s.Name] = s
+		c.javaList = append(c.javaList, s)
+	}
+	lrows, err := readTSV("data/librdkafka-producer-configs.tsv", 8)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range lrows {
+		s := LibSetting{Name: r[0], Scope: r[1], CP: r[2], Type: r[3], Range: r[4], Default: r[5],
+			Importance: r[6], Meaning: r[7]}
+		s.Sensitive = strings.Contains(s.Meaning, "SENSITIVE")
+		if m := aliasRE.FindStringSubmatch(s.Meaning); m != nil {
+			s.AliasOf = m[1]
+		}
+		parseLibRange(&s)
+		if prev, ok := c.lib[s.Name]; ok {
+			// compression.codec is both a global and a topic property; the
+			// topic one also allows "inherit".
+			for _, e := range s.Enum {
+				if !containsFold(prev.Enum, e) {
+					prev.Enum = append(prev.Enum, e)
+				}
+			}
+			c.lib[s.Name] = prev
+			continue
+		}
+		c.lib[s.Name] = s
+		c.libList = append(c.libList, s)
+	}
+	sort.Slice(c.javaList, func(i, j int) bool { return c.javaList[i].Name < c.javaList[j].Name })
+	sort.Slice(c.libList, func(i, j int) bool { return c.libList[i].Name < c.libList[j].Name })
+	return c, nil
+}
+
+var aliasRE = regexp.MustCompile(`^Alias of ([a-z.]+)`)
+
+func readTSV(name string, cols int) ([][]string, error) {
+	b, err := dataFS.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var rows [][]string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	line := 0
+	for sc.Scan() {
+		line++
+		if line == 1 || strings.TrimSpace(sc.Text()) == "" {
+			continue // header
+		}
+		f := strings.Split(sc.Text(), "\t")
+		for len(f) < cols {
+			f = append(f, "")
+		}
+		if len(f) > cols {
+			return nil, fmt.Errorf("%s:%d: %d columns, want %d", name, line, len(f), cols)
+		}
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		rows = append(rows, f)
+	}
+	return rows, sc.Err()
+}
+
+var (
+	atLeastRE = regexp.MustCompile(`^atLeast\((-?[0-9.]+)\)$`)
+	betweenRE = regexp.MustCompile(`^between\((-?[0-9.]+),\s*(-?[0-9.]+)\)$`)
+	inRE      = regexp.MustCompile(`^(CaseInsensitiveValidString\.)?in\((.*)\)$`)
+	gzipRE    = regexp.MustCompile(`^\[(-?\d+),\.\.\.,(-?\d+)\] or (-?\d+)$`)
+)
+
+func parseJavaValidator(s *Setting) {
+	v := s.Validator
+	switch {
+	case atLeastRE.MatchString(v):
+		m := atLeastRE.FindStringSubmatch(v)
+		s.HasMin, s.Min = true, mustFloat(m[1])
+	case betweenRE.MatchString(v):
+		m := betweenRE.FindStringSubmatch(v)
+		s.HasMin, s.Min = true, mustFloat(m[1])
+		s.HasMax, s.Max = true, mustFloat(m[2])
+	case gzipRE.MatchString(v):
+		m := gzipRE.FindStringSubmatch(v)
+		s.HasMin, s.Min = true, mustFloat(m[1])
+		s.HasMax, s.Max = true, mustFloat(m[2])
+		s.Extra = []string{m[3]}
+	case inRE.MatchString(v):
+		m := inRE.FindStringSubmatch(v)
+		s.EnumFold = m[1] != ""
+		for _, e := range strings.Split(m[2], ",") {
+			s.Enum = append(s.Enum, strings.TrimSpace(e))
+		}
+	case v == "NonEmptyString":
+		s.NonEmpty = true
+	}
+}
+
+var newInRE = regexp.MustCompile(`new in (\d+\.\w+)`)
+
+func parseJavaStatus(s *Setting) {
+	if strings.Contains(s.Status, "REMOVED 4.0") || s.Default4x == "(removed)" {
+		s.RemovedIn = "4.0"
+	}
+	if m := newInRE.FindStringSubmatch(s.Status); m != nil {
+		s.AddedIn = m[1]
+		if strings.HasSuffix(s.AddedIn, ".x") {
+			s.AddedIn = strings.TrimSuffix(s.AddedIn, ".x") + ".0"
+		}
+	} else if s.Default39 == "(n/a)" {
+		s.AddedIn = "4.0"
+	}
+}
+
+var libRangeRE = regexp.MustCompile(`^(-?[0-9.]+) \.\. (-?[0-9.]+)$`)
+
+func parseLibRange(s *LibSetting) {
+	switch s.Type {
+	case "integer", "float":
+		if m := libRangeRE.FindStringSubmatch(s.Range); m != nil {
+			s.HasMin, s.Min = true, mustFloat(m[1])
+			s.HasMax, s.Max = true, mustFloat(m[2])
+		}
+	case "enum value":
+		for _, e := range strings.Split(s.Range, ",") {
+			s.Enum = append(s.Enum, strings.TrimSpace(e))
+		}
+	}
+}
+
+func mustFloat(s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: bad number %q", s))
+	}
+	return f
+}
+
+func containsFold(list []string, s string) bool {
+	for _, e := range list {
+		if strings.EqualFold(e, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// JavaSetting looks up a Java producer config by key.
+func JavaSetting(name string) (Setting, bool) {
+	s, ok := loadCatalog().java[name]
+	return s, ok
+}
+
+// JavaSettings returns every Java producer config, sorted by name.
+func JavaSettings() []Setting {
+	return append([]Setting(nil), loadCatalog().javaList...)
+}
+
+// LibrdkafkaSetting looks up a librdkafka property by name.
+func LibrdkafkaSetting(name string) (LibSetting, bool) {
+	s, ok := loadCatalog().lib[name]
+	return s, ok
+}
+
+// LibrdkafkaSettings returns every librdkafka producer property in the
+// catalog, sorted by name.
+func LibrdkafkaSettings() []LibSetting {
+	return append([]LibSetting(nil), loadCatalog().libList...)
+}
+
+// librdkafkaOtherProps are librdkafka properties (CONFIGURATION.md) that the
+// producer table leaves out but that share their name with a Java producer
+// config, so that a Java key is only called foreign to librdkafka when
+// librdkafka really has no such property.
+var librdkafkaOtherProps = map[string]bool{
+	"ssl.cipher.suites":                     true,
+	"ssl.endpoint.identification.algorithm": true,
+	"sasl.kerberos.service.name":            true,
+	"sasl.kerberos.kinit.cmd":               true,
+	"sasl.kerberos.min.time.before.relogin": true,
+	"sasl.oauthbearer.token.endpoint.url":   true,
+	"sasl.oauthbearer.scope":                true,
+	"sasl.oauthbearer.client.id":            true,
+	"sasl.oauthbearer.method":               true,
+	"sasl.oauthbearer.extensions":           true,
+	"enable.metrics.push":                   true,
+	"sasl.oauthbearer.client.credentials.client.id": true,
+	"sasl.oauthbearer.assertion.algorithm":          true,
+	"sasl.oauthbearer.assertion.claim.aud":          true,
+	"sasl.oauthbearer.assertion.claim.exp.seconds":  true,
+	"sasl.oauthbearer.assertion.claim.iss":          true,
+	"sasl.oauthbearer.assertion.claim.jti.include":  true,
+	"sasl.oauthbearer.assertion.claim.nbf.seconds":  true,
+	"sasl.oauthbearer.assertion.claim.sub":          true,
+	"sasl.oauthbearer.assertion.file":               true,
+	"sasl.oauthbearer.assertion.template.file":      true,
+}
+
+// isLibrdkafkaKnown reports whether name is a librdkafka property kdiag knows.
+func isLibrdkafkaKnown(name string) bool {
+	if _, ok := loadCatalog().lib[name]; ok {
+		return true
+	}
+	return librdkafkaOtherProps[name]
+}
+
+// consumerOnlyKeys are consumer configs (Java ConsumerConfig, librdkafka
+// "C" properties) that a producer ignores; consumerOnlyPrefixes match whole
+// families of them.
+var consumerOnlyKeys = map[string]bool{
+	"group.id": true, "group.instance.id": true, "group.protocol": true, "group.remote.assignor": true,
+	"group.protocol.type": true, "auto.offset.reset": true, "enable.auto.commit": true,
+	"auto.commit.interval.ms": true, "session.timeout.ms": true, "heartbeat.interval.ms": true,
+	"isolation.level": true, "key.deserializer": true, "value.deserializer": true,
+	"partition.assignment.strategy": true, "check.crcs": true, "exclude.internal.topics": true,
+	"allow.auto.create.topics": true, "default.api.timeout.ms": true, "enable.auto.offset.store": true,
+	"enable.partition.eof": true, "queued.min.messages": true, "queued.max.messages.kbytes": true,
+	"coordinator.query.interval.ms": true, "auto.commit.enable": true, "consume.callback.max.messages": true,
+	"offset.store.method": true, "offset.store.path": true, "offset.store.sync.interval.ms": true,
+}
+
+var consumerOnlyPrefixes = []string{"fetch.", "max.poll.", "max.partition.fetch.", "share."}
+
+// brokerOnlyKeys are broker (server.properties) settings that mean nothing to
+// a producer.
+var brokerOnlyKeys = map[string]bool{
+	"broker.id": true, "node.id": true, "process.roles": true, "listeners": true,
+	"advertised.listeners": true, "listener.security.protocol.map": true,
+	"inter.broker.listener.name": true, "inter.broker.protocol.version": true,
+	"controller.quorum.voters": true, "controller.quorum.bootstrap.servers": true,
+	"controller.listener.names": true, "zookeeper.connect": true, "num.partitions": true,
+	"num.network.threads": true, "num.io.threads": true, "num.recovery.threads.per.data.dir": true,
+	"num.replica.fetchers": true, "default.replication.factor": true, "min.insync.replicas": true,
+	"offsets.topic.replication.factor": true, "auto.create.topics.enable": true,
+	"delete.topic.enable": true, "socket.request.max.bytes": true, "socket.send.buffer.bytes": true,
+	"socket.receive.buffer.bytes": true, "message.max.bytes": true,
+	"unclean.leader.election.enable": true, "group.initial.rebalance.delay.ms": true,
+	"broker.rack": true, "metadata.log.dir": true, "authorizer.class.name": true,
+	"super.users": true, "queued.max.requests": true, "background.threads": true,
+}
+
+var brokerOnlyPrefixes = []string{"log.", "zookeeper.", "replica.", "transaction.state.log.",
+	"controlled.shutdown.", "offsets.", "controller.", "leader.imbalance.", "auto.leader.rebalance.",
+	"quota.", "group.coordinator.", "group.consumer.", "group.share.", "metadata.log."}
+
+func hasAnyPrefix(key string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsConsumerOnlyKey reports whether key is a consumer setting a producer ignores.
+func IsConsumerOnlyKey(key string) bool {
+	return consumerOnlyKeys[key] || hasAnyPrefix(key, consumerOnlyPrefixes)
+}
+
+// IsBrokerOnlyKey reports whether key is a broker (server.properties) setting.
+func IsBrokerOnlyKey(key string) bool {
+	return brokerOnlyKeys[key] || hasAnyPrefix(key, brokerOnlyPrefixes)
+}
+
+// secretWords mark a key as holding a credential whatever the dialect (Spring
+// spells ssl.key-password, custom serializers add basic.auth.user.info).
+var secretWords = []string{"password", "secret", "passphrase", "jaas", "user.info", "credentials"}
+
+// IsSecretKey reports whether values of key must never be shown: the Java
+// client's PASSWORD-type configs, the properties librdkafka marks sensitive,
+// and any key whose name says it holds a password or secret. Every writer
+// calls it (through Redact) before printing a value.
+func IsSecretKey(key string) bool {
+	k := strings.ToLower(key)
+	if s, ok := loadCatalog().java[k]; ok && s.Password {
+		return true
+	}
+	if s, ok := loadCatalog().lib[k]; ok && s.Sensitive {
+		return true
+	}
+	norm := strings.ReplaceAll(k, "-", ".")
+	for _, w := range secretWords {
+		if strings.Contains(norm, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(norm, "key.pem") || strings.HasSuffix(norm, "keystore.key") ||
+		strings.HasSuffix(norm, "oauthbearer.config")
+}
+
+// Redacted replaces a secret value in every output.
+const Redacted = "******"
+
+var jaasOptionRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)`)
+
+// Redact returns value as it may be shown for key: unchanged for ordinary
+// keys, "******" for secrets. For sasl.jaas.config and librdkafka's
+// sasl.oauthbearer.config it keeps the login module and option names, so that
+// a reader can see which mechanism is configured, and hides every option value.
+func Redact(key, value string) string {
+	if !IsSecretKey(key) || value == "" {
+		return value
+	}
+	k := strings.ToLower(key)
+	if strings.HasSuffix(k, "jaas.config") || strings.HasSuffix(k, "jaas-config") || strings.HasSuffix(k, "oauthbearer.config") {
+		return jaasOptionRE.ReplaceAllString(value, `$1="`+Redacted+`"`)
+	}
+	return Redacted
+}

@@ -1,0 +1,109 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/kdiag/kdiag/config"
+)
+
+// DefaultKafkaVersion is the Java client version checked when none is given:
+// 4.1, the newest release whose configs the catalog describes (its "4.x"
+// column is trunk, which 4.1 matches for every key kdiag checks).
+const DefaultKafkaVersion = "4.1"
+
+// DefaultBrokerIdleMS is the broker's connections.max.idle.ms default (10
+// minutes, SocketServerConfigs.CONNECTIONS_MAX_IDLE_MS_DEFAULT).
+const DefaultBrokerIdleMS = 600000
+
+// DefaultOptions returns the options kdiag lint uses without flags: Kafka 4.1
+// and a broker that closes connections idle for 600000 ms.
+func DefaultOptions() Options {
+	return Options{KafkaVersion: DefaultKafkaVersion, BrokerIdleMS: DefaultBrokerIdleMS}
+}
+
+// Version is a Kafka release, major.minor.
+type Version struct{ Major, Minor int }
+
+// AtLeast reports whether v is major.minor or later.
+func (v Version) AtLeast(major, minor int) bool {
+	return v.Major > major || (v.Major == major && v.Minor >= minor)
+}
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+
+// ParseVersion reads a --kafka-version value: "3.9", "4.0", "4.1", "4.x"
+// (the newest 4 release kdiag knows, 4.1), "4" (4.0), or a patch release such
+// as "3.9.1". Releases before 3.0 are refused: their defaults (idempotence
+// off, acks=1) differ from the catalog's.
+func ParseVersion(s string) (Version, error) {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	if s == "" {
+		s = DefaultKafkaVersion
+	}
+	parts := strings.Split(s, ".")
+	major, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return Version{}, fmt.Errorf("kafka version %q: want major.minor such as 3.9 or 4.1", s)
+	}
+	minor := 0
+	if len(parts) > 1 {
+		if parts[1] == "x" {
+			if major == 4 {
+				return ParseVersion(DefaultKafkaVersion)
+			}
+			return Version{}, fmt.Errorf("kafka version %q: only 4.x may use x", s)
+		}
+		minor, err = strconv.Atoi(parts[1])
+		if err != nil {
+			return Version{}, fmt.Errorf("kafka version %q: want major.minor such as 3.9 or 4.1", s)
+		}
+	}
+	if major < 3 {
+		return Version{}, fmt.Errorf("kafka version %q: kdiag knows the 3.x and 4.x clients only", s)
+	}
+	return Version{major, minor}, nil
+}
+
+// Validate checks the options a command was given.
+func (o Options) Validate() error {
+	if _, err := ParseVersion(o.KafkaVersion); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ErrNoBrokerIdle is returned by BrokerIdleFromFile for a file that cannot be
+// read as broker properties.
+var ErrNoBrokerIdle = errors.New("broker connections.max.idle.ms")
+
+// BrokerIdleFromFile reads connections.max.idle.ms from a broker's
+// server.properties; when the file does not set it, the broker default
+// (600000) applies and is returned.
+func BrokerIdleFromFile(name string, r io.Reader) (int64, error) {
+	f, err := config.ParseProperties(name, r)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	var (
+		found bool
+		e     config.Entry
+	)
+	for _, x := range f.Entries {
+		if x.Key == "connections.max.idle.ms" {
+			e, found = x, true // the last one wins, as in java.util.Properties
+		}
+	}
+	if !found {
+		return DefaultBrokerIdleMS, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(e.Value), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s:%d: connections.max.idle.ms: %q is not a number of milliseconds: %w",
+			name, e.ValuePos.Line, e.Value, ErrNoBrokerIdle)
+	}
+	return n, nil
+}

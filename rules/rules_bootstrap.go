@@ -1,0 +1,320 @@
+package rules
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/kdiag/kdiag/config"
+)
+
+// KD2xx: bootstrap.servers (librdkafka: metadata.broker.list, whose alias it is).
+
+// bootstrapEntry is one host:port of a broker list, as the client parses it.
+type bootstrapEntry struct {
+	text string // as written, trimmed
+	host string
+	port int
+	// bad says why the client rejects it ("" if it accepts it).
+	bad string
+}
+
+// javaHostPortRE is Kafka's Utils.HOST_PORT_PATTERN, which getHost/getPort
+// match against the whole entry.
+// listSepRE is ConfigDef's COMMA_WITH_WHITESPACE, which splits LIST values.
+var listSepRE = regexp.MustCompile(`\s*,\s*`)
+
+var javaHostPortRE = regexp.MustCompile(`^(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)$`)
+
+// parseJavaBootstrap splits a bootstrap.servers value as ConfigDef splits a
+// LIST (trim, then split on commas with surrounding whitespace) and checks
+// each entry as ClientUtils.parseAndValidateAddresses does. Empty entries are
+// skipped, as the client skips them.
+func parseJavaBootstrap(val string) []bootstrapEntry {
+	val = strings.TrimSpace(val)
+	if val == "" {
+		return nil
+	}
+	var out []bootstrapEntry
+	for _, s := range listSepRE.Split(val, -1) {
+		if s == "" {
+			continue
+		}
+		be := bootstrapEntry{text: s}
+		m := javaHostPortRE.FindStringSubmatch(s)
+		if m == nil {
+			be.bad = "Invalid url in bootstrap.servers: " + s + " (want host:port)"
+			out = append(out, be)
+			continue
+		}
+		be.host = m[1]
+		port, err := strconv.Atoi(m[2])
+		if err != nil || port > 65535 {
+			// Integer.parseInt overflow or InetSocketAddress's port check:
+			// both are IllegalArgumentExceptions.
+			be.bad = "Invalid port in bootstrap.servers: " + s + " (ports are 1 to 65535)"
+		} else if port == 0 {
+			// Java accepts port 0 but no broker listens there.
+			be.bad = "port 0 in bootstrap.servers: " + s + " (the client accepts it, but no connection to port 0 succeeds)"
+		}
+		be.port = port
+		out = append(out, be)
+	}
+	return out
+}
+
+var libHostRE = regexp.MustCompile(`^[0-9A-Za-z\-._%]+$`)
+
+// parseLibBootstrap parses a librdkafka broker list: comma-separated
+// [proto://]host[:port], the port defaulting to 9092, IPv6 in brackets.
+func parseLibBootstrap(val string) []bootstrapEntry {
+	var out []bootstrapEntry
+	for _, s := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		be := bootstrapEntry{text: s, port: 9092}
+		rest := s
+		if i := strings.Index(rest, "://"); i >= 0 {
+			rest = rest[i+3:]
+		}
+		hostPart, portPart := rest, ""
+		if strings.HasPrefix(rest, "[") {
+			j := strings.Index(rest, "]")
+			if j < 0 {
+				be.bad = "unclosed [ in IPv6 address: " + s
+				out = append(out, be)
+				continue
+			}
+			hostPart = rest[1:j]
+			after := rest[j+1:]
+			if after != "" {
+				if !strings.HasPrefix(after, ":") {
+					be.bad = "unexpected text after ]: " + s
+					out = append(out, be)
+					continue
+				}
+				portPart = after[1:]
+			}
+		} else if i := strings.LastIndex(rest, ":"); i >= 0 {
+			if strings.Count(rest, ":") > 1 {
+				be.bad = "IPv6 address without brackets: " + s + " (write [addr]:port)"
+				out = append(out, be)
+				continue
+			}
+			hostPart, portPart = rest[:i], rest[i+1:]
+		}
+		be.host = hostPart
+		if hostPart == "" || (!libHostRE.MatchString(hostPart) && net.ParseIP(hostPart) == nil) {
+			be.bad = "invalid host in broker list: " + s
+		} else if portPart != "" || strings.HasSuffix(rest, ":") {
+			p, err := strconv.Atoi(portPart)
+			if err != nil || p < 1 || p > 65535 {
+				be.bad = "invalid port in broker list: " + s + " (ports are 1 to 65535)"
+			} else {
+				be.port = p
+			}
+		}
+		out = append(out, be)
+	}
+	return out
+}
+
+// bootstrapOf returns the broker-list entry of a file and its parsed entries.
+func (v *fileView) bootstrapOf() (config.Entry, []bootstrapEntry, bool) {
+	if v.dialect == config.Librdkafka {
+		e, _, ok := v.getAny("bootstrap.servers", "metadata.broker.list")
+		if !ok {
+			return e, nil, false
+		}
+		return e, parseLibBootstrap(e.Value), true
+	}
+	e, ok := v.get("bootstrap.servers")
+	if !ok {
+		return e, nil, false
+	}
+	return e, parseJavaBootstrap(e.Value), true
+}
+
+var kd201 = &Rule{
+	ID:       "KD201",
+	Title:    "bootstrap.servers is missing or empty",
+	Severity: Error,
+	Category: "bootstrap",
+	Rationale: "The producer needs at least one broker address to fetch its first metadata. The Java client " +
+		"refuses to start without one: in 3.9 to 4.1 bootstrap.servers defaults to an empty list and " +
+		"KafkaProducer fails with \"No resolvable bootstrap urls given in bootstrap.servers\"; in trunk it has " +
+		"no default and an empty list is rejected by its validator. An empty librdkafka broker list leaves the " +
+		"client with no broker until the application calls rd_kafka_brokers_add(). (A Spring Boot file without " +
+		"spring.kafka.bootstrap-servers gets Spring's default localhost:9092, so only an empty value is " +
+		"reported there; a librdkafka file without a broker list is not reported, as the application may add " +
+		"brokers itself.)",
+	Remediation: "Set bootstrap.servers to two or three brokers of the cluster, host:port, comma-separated.",
+	Source: "apache/kafka ClientUtils.parseAndValidateAddresses (\"No resolvable bootstrap urls given in " +
+		"bootstrap.servers\"); ProducerConfig BOOTSTRAP_SERVERS_CONFIG; ConfigDef.ValidList.anyNonDuplicateValues " +
+		"(trunk); confluentinc/librdkafka CONFIGURATION.md metadata.broker.list",
+	Check: func(p *Pass) {
+		v := p.view
+		e, entries, ok := v.bootstrapOf()
+		if !ok {
+			if v.dialect == config.Java {
+				p.reportFile("bootstrap.servers", 0, "bootstrap.servers is not set: the Java producer cannot start without "+
+					"a broker to bootstrap from", "")
+			}
+			return
+		}
+		if len(entries) == 0 {
+			p.reportValue(e, 0, name(e)+" is empty: the producer has no broker to bootstrap from", "")
+		}
+	},
+}
+
+var kd202 = &Rule{
+	ID:       "KD202",
+	Title:    "bootstrap.servers has a malformed host:port or port",
+	Severity: Error,
+	Category: "bootstrap",
+	Rationale: "The Java client matches every entry against host:port (an optional scheme://, IPv6 in brackets) " +
+		"and throws ConfigException \"Invalid url in bootstrap.servers\" or \"Invalid port in bootstrap.servers\" " +
+		"when one does not parse, so the producer does not start. Entries are separated by commas only: " +
+		"\"a:9092 b:9092\" is one invalid entry. librdkafka takes host or host:port (the port defaults to " +
+		"9092) and fails to add a broker whose address does not parse.",
+	Remediation: "Write each broker as host:port (IPv6 as [addr]:port), separated by commas.",
+	Source: "apache/kafka ClientUtils.parseAndValidateAddresses and Utils.HOST_PORT_PATTERN/getHost/getPort; " +
+		"confluentinc/librdkafka CONFIGURATION.md metadata.broker.list (\"CSV list of broker host or host:port\")",
+	Check: func(p *Pass) {
+		e, entries, ok := p.view.bootstrapOf()
+		if !ok {
+			return
+		}
+		for _, be := range entries {
+			if be.bad != "" {
+				p.reportValue(e, 0, name(e)+": "+be.bad, "")
+			}
+		}
+	},
+}
+
+var kd203 = &Rule{
+	ID:       "KD203",
+	Title:    "bootstrap.servers names a single broker",
+	Severity: Info,
+	Category: "bootstrap",
+	Rationale: "The client bootstraps from the listed addresses only. With one entry, a producer that starts " +
+		"while that broker is down (a rolling restart, a failed node) cannot fetch metadata and cannot start, " +
+		"although the rest of the cluster is up. A single DNS name that resolves to several brokers (with " +
+		"client.dns.lookup=use_all_dns_ips, the default) or a bootstrap load balancer avoids this, which is " +
+		"why this is only a note.",
+	Remediation: "List two or three brokers (in different racks or zones), or a DNS name that resolves to several.",
+	Source: "apache/kafka ClientUtils.parseAndValidateAddresses, NetworkClient bootstrap; ProducerConfig " +
+		"CLIENT_DNS_LOOKUP_CONFIG (use_all_dns_ips)",
+	Check: func(p *Pass) {
+		e, entries, ok := p.view.bootstrapOf()
+		if !ok || len(entries) != 1 || entries[0].bad != "" {
+			return
+		}
+		p.reportValue(e, 0, fmt.Sprintf("%s names one broker (%s): while it is down the producer cannot bootstrap",
+			name(e), entries[0].text), "")
+	},
+}
+
+var kd204 = &Rule{
+	ID:       "KD204",
+	Title:    "bootstrap.servers lists the same broker twice",
+	Severity: Warning,
+	Category: "bootstrap",
+	Rationale: "A repeated entry adds nothing and usually hides a copy-and-paste slip (the broker meant to be " +
+		"there is missing). Kafka trunk's validator for bootstrap.servers " +
+		"(ValidList.anyNonDuplicateValues) rejects exact duplicates with ConfigException \"Configuration " +
+		"'bootstrap.servers' values must not be duplicated.\"; 3.9 to 4.1 accept them. Entries that differ " +
+		"only in case, scheme or (librdkafka) an implicit :9092 are the same broker too.",
+	Remediation: "Remove the repeated entry, and check that no broker is missing from the list.",
+	Source: "apache/kafka ConfigDef.ValidList.ensureValid (trunk); ClientUtils.parseAndValidateAddresses",
+	Check: func(p *Pass) {
+		e, entries, ok := p.view.bootstrapOf()
+		if !ok {
+			return
+		}
+		seen := map[string]string{}
+		for _, be := range entries {
+			if be.bad != "" {
+				continue
+			}
+			k := strings.ToLower(be.host) + ":" + strconv.Itoa(be.port)
+			if first, dup := seen[k]; dup {
+				p.reportValue(e, 0, fmt.Sprintf("%s lists %s twice (as %q and %q)", name(e), k, first, be.text), "")
+				continue
+			}
+			seen[k] = be.text
+		}
+	},
+}
+
+// maxBootstrap is how many bootstrap entries are enough: the list only serves
+// the first metadata request, and three or four brokers survive any single
+// failure; longer lists go stale as brokers are replaced.
+const maxBootstrap = 4
+
+var kd205 = &Rule{
+	ID:       "KD205",
+	Title:    "bootstrap.servers lists more than 4 brokers",
+	Severity: Info,
+	Category: "bootstrap",
+	Rationale: "bootstrap.servers only serves the first metadata request (and re-bootstrapping); after that the " +
+		"client uses the brokers the metadata names. Three or four entries survive the loss of any one or two " +
+		"brokers; every further entry is one more address to keep up to date, and long lists go stale as " +
+		"brokers are replaced, pointing new producers at hosts that no longer exist.",
+	Remediation: "Keep three or four brokers (in different racks or zones), or use one DNS name for the cluster.",
+	Source: "apache/kafka CommonClientConfigs.BOOTSTRAP_SERVERS_DOC (\"this list need not contain the full set of " +
+		"servers\"); NetworkClient bootstrap",
+	Check: func(p *Pass) {
+		e, entries, ok := p.view.bootstrapOf()
+		if !ok || len(entries) <= maxBootstrap {
+			return
+		}
+		p.reportValue(e, 0, fmt.Sprintf("%s lists %d brokers: %d are enough to bootstrap", name(e), len(entries), maxBootstrap-1), "")
+	},
+}
+
+func isLoopback(host string) bool {
+	h := strings.ToLower(strings.Trim(host, "[]"))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") || h == "localhost.localdomain" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+var kd206 = &Rule{
+	ID:       "KD206",
+	Title:    "bootstrap.servers mixes localhost with remote hosts",
+	Severity: Warning,
+	Category: "bootstrap",
+	Rationale: "A loopback address (localhost, 127.0.0.0/8, ::1) next to remote brokers is almost always a " +
+		"leftover from local testing. Depending on which entry the client picks first, producers either " +
+		"bootstrap from a broker on their own host (another cluster, or nothing) or waste their first attempts " +
+		"on a dead address.",
+	Remediation: "Remove the loopback entries from a configuration meant for a remote cluster (or the remote ones " +
+		"from a local one).",
+	Source: "apache/kafka ClientUtils.parseAndValidateAddresses (every entry is resolved and used)",
+	Check: func(p *Pass) {
+		e, entries, ok := p.view.bootstrapOf()
+		if !ok {
+			return
+		}
+		var local, remote []string
+		for _, be := range entries {
+			if be.bad != "" || be.host == "" {
+				continue
+			}
+			if isLoopback(be.host) {
+				local = append(local, be.text)
+			} else {
+				remote = append(remote, be.text)
+			}
+		}
+		if len(local) > 0 && len(remote) > 0 {
+			p.reportValue(e, 0, fmt.Sprintf("%s mixes loopback %s with remote %s", name(e),
+				strings.Join(local, ", "), strings.Join(remote, ", ")), "")
+		}
+	},
+}

@@ -1,0 +1,325 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kdiag/kdiag/config"
+)
+
+// KD1xx: the connection lifecycle. These rules are why kdiag exists: a
+// connection the client never closes on its own is closed by the broker (or a
+// load balancer) instead, a passive close, and clients that do not read idle
+// sockets keep such connections in CLOSE_WAIT.
+
+var javaDialects = []config.Dialect{config.Java, config.Spring}
+var libDialects = []config.Dialect{config.Librdkafka}
+
+// javaInt returns the effective value of a Java integer key, parsed.
+func (v *fileView) javaInt(key string) (n int64, e config.Entry, set, ok bool) {
+	val, e, set, ok := v.javaValue(key)
+	if !ok {
+		return 0, e, set, false
+	}
+	bits := 64
+	if s, found := JavaSetting(key); found && intBits(s.Type) > 0 {
+		bits = intBits(s.Type)
+	}
+	n, err := parseJavaInt(val, bits)
+	if err != nil {
+		return 0, e, set, false // KD401 reports it
+	}
+	return n, e, set, true
+}
+
+// libInt returns the effective value of a librdkafka integer property.
+func (v *fileView) libInt(keys ...string) (n int64, e config.Entry, set, ok bool) {
+	val, e, set, ok := v.libValue(keys...)
+	if !ok {
+		return 0, e, set, false
+	}
+	n, err := parseJavaInt(val, 64)
+	if err != nil {
+		return 0, e, set, false
+	}
+	return n, e, set, true
+}
+
+const (
+	javaIdleDefault = 540000
+	// librdkafkaAzureIdle is what librdkafka uses for connections.max.idle.ms
+	// when it is left unset and the broker list contains "azure" (librdkafka
+	// issue #3109: Azure's load balancer drops flows idle for 4 minutes).
+	librdkafkaAzureIdle = 230000
+)
+
+var kd101 = &Rule{
+	ID:       "KD101",
+	Title:    "connections.max.idle.ms is negative: the client never closes idle connections",
+	Severity: Warning,
+	Category: "connection",
+	Rationale: "A negative connections.max.idle.ms makes the Java client's Selector create no idle-expiry " +
+		"manager, so the client never closes a connection for being idle. The broker does instead, after " +
+		"its own connections.max.idle.ms (600000 ms by default): the client receives the FIN, a passive " +
+		"close. The Java network thread reads every socket and closes its side on the next poll, but clients " +
+		"that read only while a response is pending (Sarama, franz-go, kafka-go) or whose network thread is " +
+		"blocked keep such sockets in CLOSE_WAIT, and they pile up.",
+	Remediation: "Remove connections.max.idle.ms (the default 540000 closes idle connections a minute before " +
+		"the broker does) or set it below the broker's connections.max.idle.ms.",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/network/Selector.java (constructor: " +
+		"idleExpiryManager = connectionMaxIdleMs < 0 ? null : new IdleExpiryManager(...)); ProducerConfig " +
+		"CONNECTIONS_MAX_IDLE_MS_CONFIG (LONG, 9 * 60 * 1000, no validator); " +
+		"../shared/reference/java-producer-crossfield-rules.tsv IDLE_DISABLED",
+	Dialects: javaDialects,
+	Check: func(p *Pass) {
+		n, e, set, ok := p.view.javaInt("connections.max.idle.ms")
+		if !ok || !set || n >= 0 {
+			return
+		}
+		p.reportValue(e, 0, fmt.Sprintf("%s: %d disables idle-connection closing: the client never closes an idle "+
+			"connection, so the broker closes it after %s and the client is left with a passive close (CLOSE_WAIT "+
+			"in clients that do not read idle sockets)", name(e), n, brokerIdleText(p.view.brokerIdle)), "")
+	},
+}
+
+func brokerIdleText(ms int64) string {
+	if ms <= 0 {
+		return "never (the broker's connections.max.idle.ms is negative too; only TCP keepalive or a middlebox ends it)"
+	}
+	return fmt.Sprintf("its connections.max.idle.ms (%d ms)", ms)
+}
+
+var kd102 = &Rule{
+	ID:       "KD102",
+	Title:    "connections.max.idle.ms is not below the broker's: the broker closes idle connections first",
+	Severity: Warning,
+	Category: "connection",
+	Rationale: "The client's connections.max.idle.ms must be lower than the broker's so that the client, not " +
+		"the broker, closes an idle connection (the Java default 540000 is \"a bit lower than the server " +
+		"default (10 min), to avoid both client and server closing connection at same time\"). When it is " +
+		"equal or higher, the broker closes first and every idle connection ends in a passive close on the " +
+		"client, which leaves CLOSE_WAIT sockets in clients that do not read idle connections. The broker's " +
+		"value is 600000 unless --broker-config or --broker-idle-ms says otherwise.",
+	Remediation: "Set connections.max.idle.ms below the broker's connections.max.idle.ms (e.g. 540000 against the " +
+		"broker default 600000), or leave the Java default.",
+	Source: "apache/kafka ProducerConfig CONNECTIONS_MAX_IDLE_MS_CONFIG comment; broker SocketServerConfigs " +
+		"connections.max.idle.ms default 600000 (../shared/reference/SOURCES.md); librdkafka CONFIGURATION.md " +
+		"connections.max.idle.ms (Azure heuristic when left at its default)",
+	Check: func(p *Pass) {
+		v := p.view
+		broker := v.brokerIdle
+		if broker <= 0 {
+			return // the broker never closes idle connections
+		}
+		var (
+			n       int64
+			e       config.Entry
+			set, ok bool
+			why     string
+		)
+		if v.dialect == config.Librdkafka {
+			n, e, set, ok = v.libInt("connections.max.idle.ms")
+			if ok && !set && brokerListMentionsAzure(v) {
+				n, why = librdkafkaAzureIdle, " (librdkafka's value for broker lists containing \"azure\")"
+			}
+			if !ok || n <= 0 {
+				return // 0 disables idle closing: KD104
+			}
+		} else {
+			n, e, set, ok = v.javaInt("connections.max.idle.ms")
+			if !ok || n <= 0 {
+				return // KD101, KD103
+			}
+		}
+		if n < broker {
+			return
+		}
+		msg := fmt.Sprintf("connections.max.idle.ms %d%s is not below the broker's connections.max.idle.ms (%d ms): the "+
+			"broker closes idle connections first, a passive close on the client", n, why, broker)
+		fix := fmt.Sprintf("Set connections.max.idle.ms below %d (e.g. %d).", broker, suggestIdle(broker))
+		if set {
+			p.reportValue(e, 0, name(e)+": "+strings.TrimPrefix(msg, "connections.max.idle.ms "), fix)
+			return
+		}
+		p.reportFile("connections.max.idle.ms", 0, msg+"; the file leaves it at the default", fix)
+	},
+}
+
+// suggestIdle proposes a client idle timeout a minute (or 10%) below the broker's.
+func suggestIdle(broker int64) int64 {
+	if broker > 120000 {
+		return broker - 60000
+	}
+	return broker * 9 / 10
+}
+
+func brokerListMentionsAzure(v *fileView) bool {
+	e, _, ok := v.getAny("bootstrap.servers", "metadata.broker.list")
+	return ok && strings.Contains(strings.ToLower(e.Value), "azure")
+}
+
+var kd103 = &Rule{
+	ID:       "KD103",
+	Title:    "connections.max.idle.ms is 0: the Java client closes connections at the first quiet poll",
+	Severity: Error,
+	Category: "connection",
+	Rationale: "With connections.max.idle.ms=0 the Java client's Selector still has an idle-expiry manager, with " +
+		"a zero timeout: at the end of every poll it closes the least recently active connection if that " +
+		"connection had no I/O event in the poll (its last activity is older than the poll's end-of-select " +
+		"time). A connection is therefore closed at the first poll in which nothing arrives on it, even while " +
+		"a request on it waits for its response; one connection is closed per poll. The producer keeps " +
+		"reconnecting, fails in-flight requests with disconnects and retries them, and leaves TIME_WAIT " +
+		"sockets behind. 0 does not mean \"disabled\" (that is librdkafka's meaning, and a negative value's " +
+		"in Java).",
+	Remediation: "Remove connections.max.idle.ms to use the default 540000, or set a value below the broker's " +
+		"connections.max.idle.ms.",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/network/Selector.java: " +
+		"IdleExpiryManager.pollExpiredConnection (expired when currentTimeNanos > lastActive + connectionsMaxIdleNanos), " +
+		"poll() -> maybeCloseOldestConnection(endSelect), pollSelectionKeys -> idleExpiryManager.update(channel, endSelect)",
+	Dialects: javaDialects,
+	Check: func(p *Pass) {
+		n, e, set, ok := p.view.javaInt("connections.max.idle.ms")
+		if !ok || !set || n != 0 {
+			return
+		}
+		p.reportValue(e, 0, name(e)+": 0 makes the Java client close a connection at the first poll without I/O on "+
+			"it (even with a request in flight), so the producer reconnects over and over; 0 does not disable "+
+			"idle closing in Java", "")
+	},
+}
+
+var kd104 = &Rule{
+	ID:       "KD104",
+	Title:    "librdkafka never closes idle connections (connections.max.idle.ms=0) and TCP keepalive is off",
+	Severity: Warning,
+	Category: "connection",
+	Rationale: "librdkafka's connections.max.idle.ms defaults to 0, which disables idle closing (librdkafka only " +
+		"picks 230000 by itself when the broker list contains \"azure\"), and socket.keepalive.enable defaults " +
+		"to false, unlike the Java client, which always sets SO_KEEPALIVE. Idle connections then live until " +
+		"the broker closes them (600000 ms by default), a passive close, or until a load balancer or NAT " +
+		"silently drops the flow (Azure's drops flows idle for about 4 minutes), after which the next request " +
+		"on that connection times out.",
+	Remediation: "Set connections.max.idle.ms below the broker's and below any load balancer's idle timeout " +
+		"(e.g. 180000 behind Azure, 540000 otherwise), and socket.keepalive.enable=true.",
+	Source: "confluentinc/librdkafka CONFIGURATION.md: connections.max.idle.ms (0 .. 2147483647, default 0, " +
+		"\"Disable with 0\", Azure heuristic, librdkafka issue #3109) and socket.keepalive.enable (default false); " +
+		"../shared/reference/librdkafka-producer-configs.tsv (230000 from src/rdkafka_conf.c)",
+	Dialects: libDialects,
+	Check: func(p *Pass) {
+		v := p.view
+		n, e, set, ok := v.libInt("connections.max.idle.ms")
+		if !ok || n != 0 {
+			return
+		}
+		if !set && brokerListMentionsAzure(v) {
+			return // librdkafka picks 230000 by itself
+		}
+		kaVal, kaEntry, kaSet, _ := v.libValue("socket.keepalive.enable")
+		if ka, err := parseLibBool(kaVal); err == nil && ka {
+			return
+		}
+		msg := "connections.max.idle.ms is 0 (librdkafka's default): the client never closes idle connections, " +
+			"and socket.keepalive.enable is off, so idle connections end when the broker closes them (a passive " +
+			"close) or a load balancer drops them (Azure's after 4 minutes)"
+		switch {
+		case set:
+			p.reportValue(e, 0, name(e)+": 0 "+strings.TrimPrefix(msg, "connections.max.idle.ms is 0 "), "")
+		case kaSet:
+			p.reportValue(kaEntry, 0, msg, "")
+		default:
+			p.reportFile("connections.max.idle.ms", 0, msg, "")
+		}
+	},
+}
+
+var kd105 = &Rule{
+	ID:       "KD105",
+	Title:    "reconnect.backoff.ms is set without reconnect.backoff.max.ms: exponential backoff is disabled",
+	Severity: Warning,
+	Category: "connection",
+	Rationale: "When reconnect.backoff.ms is set and reconnect.backoff.max.ms is not, the Java client sets " +
+		"reconnect.backoff.max.ms to reconnect.backoff.ms and logs \"Disabling exponential reconnect backoff " +
+		"because reconnect.backoff.ms is set, but reconnect.backoff.max.ms is not.\" Every client then retries " +
+		"a down broker at the same fixed interval, with no growth, which turns a broker restart into a " +
+		"reconnect storm.",
+	Remediation: "Also set reconnect.backoff.max.ms (the default is 1000), or remove reconnect.backoff.ms.",
+	Source: "apache/kafka CommonClientConfigs.postProcessReconnectBackoffConfigs; " +
+		"../shared/reference/java-producer-crossfield-rules.tsv RECONNECT_BACKOFF_MAX_IMPLICIT",
+	Dialects: javaDialects,
+	Check: func(p *Pass) {
+		e, ok := p.view.get("reconnect.backoff.ms")
+		if !ok {
+			return
+		}
+		if _, ok := p.view.get("reconnect.backoff.max.ms"); ok {
+			return
+		}
+		val := strings.TrimSpace(e.Value)
+		p.reportKey(e, 0, fmt.Sprintf("%s is set but reconnect.backoff.max.ms is not: the Java client sets "+
+			"reconnect.backoff.max.ms to %s too, which disables exponential reconnect backoff", name(e), val),
+			fmt.Sprintf("Add reconnect.backoff.max.ms (e.g. reconnect.backoff.max.ms=1000, or 10000 for large fleets) next to reconnect.backoff.ms=%s.", val))
+	},
+}
+
+const (
+	metadataLowMS  = 10000
+	metadataHighMS = 1800000
+)
+
+var kd106 = &Rule{
+	ID:       "KD106",
+	Title:    "metadata refresh interval at an extreme (below 10 s or above 30 min, or disabled)",
+	Severity: Warning,
+	Category: "connection",
+	Rationale: "The Java client refreshes metadata every metadata.max.age.ms (default 300000) even when nothing " +
+		"has changed; librdkafka does so every topic.metadata.refresh.interval.ms (default 300000; its " +
+		"metadata.max.age.ms is a cache age, not the refresh period). Below 10000 ms every producer sends a " +
+		"METADATA request several times a minute (a metadata storm across a fleet, and connections that " +
+		"never go idle). Above 1800000 ms (30 minutes), or disabled (-1 in librdkafka), a producer that sees " +
+		"no errors learns of new brokers, partitions and moved leaders late. kdiag's thresholds (10 s, 30 min) " +
+		"are judgement, not limits of the clients.",
+	Remediation: "Keep the refresh period between 10000 and 1800000 ms; the default 300000 suits most producers.",
+	Source: "apache/kafka ProducerConfig METADATA_MAX_AGE_CONFIG (LONG, 5 * 60 * 1000, atLeast(0)); " +
+		"confluentinc/librdkafka CONFIGURATION.md topic.metadata.refresh.interval.ms (-1 .. 3600000, default 300000, " +
+		"\"Use -1 to disable the intervalled refresh (not recommended)\") and metadata.max.age.ms",
+	Check: func(p *Pass) {
+		v := p.view
+		key := "metadata.max.age.ms"
+		var (
+			n       int64
+			e       config.Entry
+			set, ok bool
+		)
+		if v.dialect == config.Librdkafka {
+			key = "topic.metadata.refresh.interval.ms"
+			n, e, set, ok = v.libInt(key)
+		} else {
+			n, e, set, ok = v.javaInt(key)
+		}
+		if !ok || !set {
+			return
+		}
+		switch {
+		case n < 0 && v.dialect == config.Librdkafka:
+			p.reportValue(e, 0, name(e)+": -1 disables the periodic metadata refresh: the producer learns of new "+
+				"brokers, partitions and leaders only from errors", "")
+		case n < metadataLowMS:
+			p.reportValue(e, 0, fmt.Sprintf("%s: %d ms refreshes metadata %s: a metadata storm across many "+
+				"producers", name(e), n, perMinute(n)), "")
+		case n > metadataHighMS:
+			p.reportValue(e, 0, fmt.Sprintf("%s: %d ms (%s) between metadata refreshes: new brokers and "+
+				"partitions stay unseen, and moved leaders are found only through errors", name(e), n, minutes(n)), "")
+		}
+	},
+}
+
+func perMinute(ms int64) string {
+	if ms <= 0 {
+		return "continuously"
+	}
+	return fmt.Sprintf("%d times a minute", 60000/ms)
+}
+
+func minutes(ms int64) string {
+	return fmt.Sprintf("%d min", ms/60000)
+}

@@ -1,0 +1,526 @@
+package rules
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kdiag/kdiag/config"
+)
+
+// KD4xx: types, ranges and keys, checked against the catalog.
+
+// springDataSizeKeys are Spring Boot's typed producer settings of type
+// DataSize ("16KB"), which Spring converts before the producer sees them.
+var springDataSizeKeys = map[string]bool{"batch.size": true, "buffer.memory": true}
+
+var dataSizeRE = regexp.MustCompile(`^\d+\s*(B|KB|MB|GB|TB)?$`)
+
+// springTyped reports whether a Spring entry is one of Spring's own typed
+// settings (spring.kafka.producer.batch-size), not a raw producer property
+// (spring.kafka.producer.properties.batch.size).
+func springTyped(e config.Entry) bool {
+	return !strings.Contains(e.RawKey, ".properties.") && !strings.Contains(e.RawKey, ".properties[")
+}
+
+// javaCheck is how a Java entry's value fails its key's type or validator.
+type valueProblem struct {
+	rule string // KD401, KD402 or KD403
+	msg  string
+}
+
+func checkJavaValue(e config.Entry, s Setting, spring bool) *valueProblem {
+	val := strings.TrimSpace(e.Value)
+	key := name(e)
+	if spring && springTyped(e) && springDataSizeKeys[e.Key] {
+		if dataSizeRE.MatchString(val) {
+			return nil
+		}
+		return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, e.Value)}
+	}
+	var num float64
+	isNum := false
+	switch s.Type {
+	case "INT", "SHORT", "LONG":
+		n, err := parseJavaInt(val, intBits(s.Type))
+		if err == errRange {
+			return &valueProblem{"KD401", fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, e.Value, intBits(s.Type))}
+		}
+		if err != nil {
+			return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
+		}
+		num, isNum = float64(n), true
+	case "DOUBLE":
+		f, err := parseJavaDouble(val)
+		if err != nil {
+			return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not a decimal number", key, e.Value)}
+		}
+		num, isNum = f, true
+	case "BOOLEAN":
+		if _, err := parseJavaBool(val); err != nil {
+			return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
+		}
+	}
+	if isNum && (s.HasMin || s.HasMax) {
+		if containsString(s.Extra, strconv.FormatFloat(num, 'f', -1, 64)) {
+			return nil
+		}
+		if (s.HasMin && num < s.Min) || (s.HasMax && num > s.Max) {
+			allowed := rangeText(s.HasMin, s.HasMax, s.Min, s.Max)
+			if len(s.Extra) > 0 {
+				allowed += " (or " + strings.Join(s.Extra, ", ") + ")"
+			}
+			return &valueProblem{"KD402", fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, val, allowed)}
+		}
+	}
+	if len(s.Enum) > 0 && e.Key != "acks" { // acks: KD308
+		ok := false
+		for _, x := range s.Enum {
+			if x == val || (s.EnumFold && strings.EqualFold(x, val)) {
+				ok = true
+			}
+		}
+		if !ok {
+			hint := ""
+			if !s.EnumFold && containsFold(s.Enum, val) {
+				hint = " (values are case-sensitive)"
+			}
+			return &valueProblem{"KD403", fmt.Sprintf("%s: %q is not one of %s%s", key, e.Value, strings.Join(s.Enum, ", "), hint)}
+		}
+	}
+	if s.NonEmpty && val == "" {
+		return &valueProblem{"KD403", fmt.Sprintf("%s: an empty value is not allowed (the Java client requires a non-empty string)", key)}
+	}
+	return nil
+}
+
+func checkLibValue(e config.Entry, s LibSetting) *valueProblem {
+	val := strings.TrimSpace(e.Value)
+	key := name(e)
+	switch s.Type {
+	case "integer", "float":
+		if (e.Key == "acks" || e.Key == "request.required.acks") && strings.EqualFold(val, "all") {
+			return nil
+		}
+		var f float64
+		if s.Type == "integer" {
+			n, err := parseJavaInt(val, 32)
+			if err != nil {
+				return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
+			}
+			f = float64(n)
+		} else {
+			x, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not a number", key, e.Value)}
+			}
+			f = x
+		}
+		if (s.HasMin && f < s.Min) || (s.HasMax && f > s.Max) {
+			return &valueProblem{"KD402", fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, val, rangeText(s.HasMin, s.HasMax, s.Min, s.Max))}
+		}
+	case "boolean":
+		if _, err := parseLibBool(val); err != nil {
+			return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
+		}
+	case "enum value":
+		if !containsFold(s.Enum, val) {
+			return &valueProblem{"KD403", fmt.Sprintf("%s: %q is not one of %s", key, e.Value, strings.Join(s.Enum, ", "))}
+		}
+	}
+	return nil
+}
+
+// valueRule builds KD401-KD403, which share one pass over the entries.
+func valueRule(id, title, rationale, remediation string) *Rule {
+	return &Rule{
+		ID: id, Title: title, Severity: Error, Category: "type",
+		Rationale: rationale, Remediation: remediation,
+		Source: "apache/kafka ConfigDef.parseType and the validators of ProducerConfig, CommonClientConfigs, " +
+			"SslConfigs, SaslConfigs (../shared/reference/java-producer-configs.tsv); confluentinc/librdkafka " +
+			"CONFIGURATION.md ranges (../shared/reference/librdkafka-producer-configs.tsv)",
+		Check: func(p *Pass) {
+			v := p.view
+			for _, e := range p.File.Entries {
+				var vp *valueProblem
+				if v.dialect == config.Librdkafka {
+					if s, ok := LibrdkafkaSetting(e.Key); ok {
+						vp = checkLibValue(e, s)
+					}
+				} else if s, ok := JavaSetting(e.Key); ok && s.AvailableIn(v.version) {
+					vp = checkJavaValue(e, s, v.dialect == config.Spring)
+				}
+				if vp != nil && vp.rule == id {
+					p.reportValue(e, 0, vp.msg, "")
+				}
+			}
+		},
+	}
+}
+
+var kd401 = valueRule("KD401", "value is not of the key's type (number, boolean)",
+	"The Java client parses every value by its config type when the producer is created (INT and LONG with "+
+		"Integer/Long.parseLong: no units, no underscores, no decimals; BOOLEAN only true or false) and throws "+
+		"ConfigException for a value that does not parse, so the producer does not start. \"9m\" or \"30s\" "+
+		"are common mistakes: durations are plain milliseconds. librdkafka rejects such values when the "+
+		"property is set.",
+	"Write the value as a plain number in the key's unit (milliseconds for *.ms, bytes for *.bytes), or true/false.")
+
+var kd402 = valueRule("KD402", "number is outside the key's allowed range",
+	"Most numeric configs have a validator (atLeast(0), between(0, 2147483647), atLeast(5000) for "+
+		"metadata.max.idle.ms, gzip levels 1 to 9 or -1); the Java client throws ConfigException for a value "+
+		"outside it, so the producer does not start. librdkafka has a range for every numeric property and "+
+		"rejects values outside it.",
+	"Use a value within the range the message gives.")
+
+var kd403 = valueRule("KD403", "value is not one of the key's allowed values",
+	"Enumerated configs (compression.type, security.protocol, client.dns.lookup, metadata.recovery.strategy, "+
+		"...) accept only their listed values; most Java validators are case-sensitive (compression.type=GZIP "+
+		"fails), security.protocol and metadata.recovery.strategy are not. transactional.id must not be empty. "+
+		"The Java client throws ConfigException; librdkafka rejects the value when it is set.",
+	"Use one of the values the message lists, in the case it lists them.")
+
+// javaEquivalents name the Java config for keys of other clients or of the
+// broker that people copy into producer files.
+var javaEquivalents = map[string]string{
+	"metadata.broker.list": "bootstrap.servers", "queue.buffering.max.ms": "linger.ms",
+	"message.timeout.ms": "delivery.timeout.ms", "sasl.mechanisms": "sasl.mechanism",
+	"request.required.acks": "acks", "message.send.max.retries": "retries",
+	"compression.codec": "compression.type", "queue.buffering.max.kbytes": "buffer.memory",
+	"socket.send.buffer.bytes": "send.buffer.bytes", "socket.receive.buffer.bytes": "receive.buffer.bytes",
+	"message.max.bytes": "max.request.size", "max.in.flight": "max.in.flight.requests.per.connection",
+}
+
+// passThroughPrefixes are keys the Java producer hands to plugins
+// (serializers, interceptors, Schema Registry clients), which it rightly does
+// not know.
+var passThroughPrefixes = []string{"schema.registry.", "basic.auth.", "bearer.auth.", "confluent.",
+	"value.subject.", "key.subject.", "auto.register.schemas", "use.latest.version", "latest.compatibility.",
+	"specific.avro.", "avro.", "json.", "protobuf.", "normalize.schemas", "use.schema.id", "spring.",
+	"interceptor.", "opentelemetry.", "otel."}
+
+var kd404 = &Rule{
+	ID:       "KD404",
+	Title:    "unknown key (did you mean ...?)",
+	Severity: Warning,
+	Category: "keys",
+	Rationale: "The Java producer ignores keys it does not define, logging only \"These configurations '[...]' " +
+		"were supplied but are not used yet.\" at INFO, so a misspelt key (connection.max.idle.ms for " +
+		"connections.max.idle.ms) silently leaves the setting at its default. librdkafka is strict: " +
+		"rd_kafka_conf_set fails with \"No such configuration property\" for a key it does not have, such as a " +
+		"Java-only key (buffer.memory, key.serializer, sasl.jaas.config) in a librdkafka file. Keys meant for " +
+		"serializers and interceptors (schema.registry.*, basic.auth.*, ...) are not reported. kdiag suggests a " +
+		"catalog key within a small edit distance (Damerau-Levenshtein: 1 for short names, up to 3 for long ones).",
+	Remediation: "Fix the spelling (see the suggestion), or remove the key. For a librdkafka file, use the " +
+		"librdkafka property (e.g. linger.ms or queue.buffering.max.ms, not buffer.memory).",
+	Source: "apache/kafka AbstractConfig.logUnused; ../shared/reference/java-producer-crossfield-rules.tsv " +
+		"UNKNOWN_KEYS; confluentinc/librdkafka CONFIGURATION.md (property list)",
+	Check: func(p *Pass) {
+		v := p.view
+		for _, e := range p.File.Entries {
+			if e.Key == "" {
+				continue
+			}
+			if v.dialect == config.Librdkafka {
+				checkLibUnknown(p, e)
+				continue
+			}
+			if s, ok := JavaSetting(e.Key); ok {
+				_ = s
+				continue // KD407, KD408 handle version availability
+			}
+			if IsConsumerOnlyKey(e.Key) || IsBrokerOnlyKey(e.Key) || hasAnyPrefix(e.Key, passThroughPrefixes) {
+				continue
+			}
+			if j, ok := javaEquivalents[e.Key]; ok {
+				p.reportKey(e, 0, fmt.Sprintf("%s is a librdkafka property: the Java producer ignores it (the Java config is %s)", name(e), j),
+					fmt.Sprintf("Use %s, or lint the file with --dialect librdkafka if it is for librdkafka.", j))
+				continue
+			}
+			if _, ok := LibrdkafkaSetting(e.Key); ok {
+				p.reportKey(e, 0, fmt.Sprintf("%s is a librdkafka property the Java producer does not have: it is ignored", name(e)),
+					"Remove it, or lint the file with --dialect librdkafka if it is for librdkafka.")
+				continue
+			}
+			if sug := suggest(e.Key, javaNames()); sug != "" {
+				p.reportKey(e, 0, fmt.Sprintf("%s is not a producer config: did you mean %s? The producer ignores it", name(e), sug),
+					fmt.Sprintf("Rename it to %s.", sug))
+				continue
+			}
+			p.reportKey(e, 0, fmt.Sprintf("%s is not a producer config: the producer ignores it", name(e)), "")
+		}
+	},
+}
+
+func checkLibUnknown(p *Pass, e config.Entry) {
+	if isLibrdkafkaKnown(e.Key) || IsConsumerOnlyKey(e.Key) || (IsBrokerOnlyKey(e.Key) && !strings.HasPrefix(e.Key, "log")) {
+		return
+	}
+	if _, ok := JavaSetting(e.Key); ok {
+		p.reportKey(e, Error, fmt.Sprintf("%s is a Java client config that librdkafka does not have: rd_kafka_conf_set "+
+			"fails with \"No such configuration property\"", name(e)), libHint(e.Key))
+		return
+	}
+	if sug := suggest(e.Key, libNames()); sug != "" {
+		p.reportKey(e, 0, fmt.Sprintf("%s is not a librdkafka property kdiag knows: did you mean %s?", name(e), sug),
+			fmt.Sprintf("Rename it to %s.", sug))
+	}
+}
+
+func libHint(key string) string {
+	for lib, java := range javaEquivalents {
+		if java == key && isLibrdkafkaKnown(lib) {
+			return fmt.Sprintf("Use librdkafka's %s.", lib)
+		}
+	}
+	return "Remove it: librdkafka has no such property."
+}
+
+func javaNames() []string {
+	var out []string
+	for _, s := range JavaSettings() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func libNames() []string {
+	var out []string
+	for _, s := range LibrdkafkaSettings() {
+		out = append(out, s.Name)
+	}
+	for k, ok := range librdkafkaOtherProps {
+		if ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maxDistance is how far a key may be from a catalog name to be suggested:
+// 1 edit for names under 10 characters, 2 under 20, 3 beyond.
+func maxDistance(n int) int {
+	switch {
+	case n < 10:
+		return 1
+	case n < 20:
+		return 2
+	}
+	return 3
+}
+
+// suggest returns the nearest name within maxDistance, comparing without case
+// and treating '-' and '_' as '.' (Spring and environment-variable spellings).
+func suggest(key string, names []string) string {
+	k := normKey(key)
+	best, bestD := "", 1<<30
+	for _, n := range names {
+		d := damerau(k, normKey(n))
+		if d < bestD || (d == bestD && n < best) {
+			best, bestD = n, d
+		}
+	}
+	if best == "" || bestD > maxDistance(len(key)) || best == key {
+		return ""
+	}
+	return best
+}
+
+func normKey(s string) string {
+	return strings.NewReplacer("-", ".", "_", ".").Replace(strings.ToLower(s))
+}
+
+// damerau is the optimal-string-alignment Damerau-Levenshtein distance:
+// insertions, deletions, substitutions and transpositions of neighbours.
+func damerau(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+var kd405 = &Rule{
+	ID:       "KD405",
+	Title:    "consumer-only key in a producer configuration",
+	Severity: Warning,
+	Category: "keys",
+	Rationale: "Consumer settings (group.id, auto.offset.reset, enable.auto.commit, fetch.*, max.poll.*, " +
+		"session.timeout.ms, isolation.level, key/value.deserializer, ...) mean nothing to a producer: the Java " +
+		"producer ignores them as unused, librdkafka warns that the consumer property is ignored by a producer. " +
+		"Their presence usually means a consumer file is used for a producer, or a shared file mixes both, so " +
+		"that a setting the author believes applies does not.",
+	Remediation: "Move consumer settings to the consumer's configuration.",
+	Source: "apache/kafka ConsumerConfig (keys not in ProducerConfig); confluentinc/librdkafka CONFIGURATION.md (C/P column)",
+	Check: func(p *Pass) {
+		for _, e := range p.File.Entries {
+			if e.Key != "" && IsConsumerOnlyKey(e.Key) && !knownToDialect(p.view, e.Key) {
+				p.reportKey(e, 0, fmt.Sprintf("%s is a consumer setting: a producer ignores it", name(e)), "")
+			}
+		}
+	},
+}
+
+// knownToDialect reports whether the file's client has key as a producer setting.
+func knownToDialect(v *fileView, key string) bool {
+	if v.dialect == config.Librdkafka {
+		return isLibrdkafkaKnown(key)
+	}
+	_, ok := JavaSetting(key)
+	return ok
+}
+
+var kd406 = &Rule{
+	ID:       "KD406",
+	Title:    "broker-only key in a producer configuration",
+	Severity: Warning,
+	Category: "keys",
+	Rationale: "Broker settings (broker.id, listeners, advertised.listeners, log.*, num.partitions, " +
+		"zookeeper.connect, socket.send.buffer.bytes, message.max.bytes, ...) belong in server.properties; a " +
+		"producer ignores them. A broker key in a producer file usually means the author tuned the wrong side " +
+		"(the producer's buffer is send.buffer.bytes, its request cap max.request.size).",
+	Remediation: "Move the setting to the broker's server.properties, or use the producer's equivalent named in the message.",
+	Source: "apache/kafka broker configs (KafkaConfig, ServerLogConfigs, SocketServerConfigs) versus ProducerConfig",
+	Check: func(p *Pass) {
+		for _, e := range p.File.Entries {
+			if e.Key == "" || !IsBrokerOnlyKey(e.Key) || knownToDialect(p.view, e.Key) {
+				continue
+			}
+			if p.view.dialect == config.Librdkafka && strings.HasPrefix(e.Key, "log") {
+				continue // librdkafka's log.queue, log.thread.name, log_level ...
+			}
+			msg := fmt.Sprintf("%s is a broker setting: a producer ignores it", name(e))
+			fix := ""
+			if j, ok := javaEquivalents[e.Key]; ok && p.view.dialect != config.Librdkafka {
+				msg += fmt.Sprintf(" (the producer's setting is %s)", j)
+				fix = fmt.Sprintf("Use %s, or move %s to server.properties.", j, e.Key)
+			}
+			p.reportKey(e, 0, msg, fix)
+		}
+	},
+}
+
+// removedPartitioners are the built-in partitioner classes deprecated in 3.3
+// (KIP-794) and removed in 4.0.
+var removedPartitioners = []string{
+	"org.apache.kafka.clients.producer.internals.DefaultPartitioner",
+	"org.apache.kafka.clients.producer.UniformStickyPartitioner",
+}
+
+var kd407 = &Rule{
+	ID:       "KD407",
+	Title:    "key or value removed in Kafka 4.0",
+	Severity: Warning,
+	Category: "keys",
+	Rationale: "Kafka 4.0 removed auto.include.jmx.reporter (deprecated in 3.4, KIP-830: list " +
+		"org.apache.kafka.common.metrics.JmxReporter in metric.reporters instead); a 4.x producer ignores it as " +
+		"unknown. It also removed the DefaultPartitioner and UniformStickyPartitioner classes (deprecated in " +
+		"3.3, KIP-794): partitioner.class naming one of them makes a 4.x producer fail to start with a " +
+		"ConfigException (class not found). With --kafka-version 3.9 these are reported as deprecations.",
+	Remediation: "Remove auto.include.jmx.reporter (use metric.reporters) and partitioner.class naming a removed " +
+		"class (the built-in partitioner does sticky, adaptive partitioning by default).",
+	Source: "../shared/reference/java-producer-configs.tsv (auto.include.jmx.reporter: REMOVED 4.0; " +
+		"partitioner.class: classes removed in 4.0); apache/kafka ProducerConfig trunk",
+	Dialects: javaDialects,
+	Check: func(p *Pass) {
+		v := p.view
+		is4 := v.version.AtLeast(4, 0)
+		for _, e := range p.File.Entries {
+			if s, ok := JavaSetting(e.Key); ok && s.RemovedIn != "" {
+				if is4 {
+					p.reportKey(e, Warning, fmt.Sprintf("%s was removed in Kafka %s: the producer ignores it", name(e), s.RemovedIn), "")
+				} else {
+					p.reportKey(e, Info, fmt.Sprintf("%s is deprecated and removed in Kafka %s", name(e), s.RemovedIn), "")
+				}
+			}
+			if e.Key == "partitioner.class" && containsString(removedPartitioners, strings.TrimSpace(e.Value)) {
+				if is4 {
+					p.reportValue(e, Error, fmt.Sprintf("%s: %s was removed in Kafka 4.0: the producer fails to start", name(e), shortClass(strings.TrimSpace(e.Value))), "")
+				} else {
+					p.reportValue(e, Info, fmt.Sprintf("%s: %s is deprecated and removed in Kafka 4.0", name(e), shortClass(strings.TrimSpace(e.Value))), "")
+				}
+			}
+		}
+	},
+}
+
+var kd408 = &Rule{
+	ID:       "KD408",
+	Title:    "key does not exist in the selected Kafka version",
+	Severity: Warning,
+	Category: "keys",
+	Rationale: "Some producer configs are newer than the client the file is for: metadata.recovery.rebootstrap." +
+		"trigger.ms and config.providers came with 4.0, the sasl.oauthbearer.assertion.* and jwt " +
+		"retriever/validator configs with 4.1 (KIP-1139), transaction.two.phase.commit.enable with KIP-939. An " +
+		"older client ignores them as unknown, so the behaviour they promise does not happen. The version " +
+		"comes from --kafka-version (default 4.1).",
+	Remediation: "Upgrade the client, or remove the key; check --kafka-version matches the client you run.",
+	Source: "../shared/reference/java-producer-configs.tsv (status \"new in ...\", default \"(n/a)\" for 3.9)",
+	Dialects: javaDialects,
+	Check: func(p *Pass) {
+		for _, e := range p.File.Entries {
+			s, ok := JavaSetting(e.Key)
+			if !ok || s.AddedIn == "" || s.AvailableIn(p.view.version) {
+				continue
+			}
+			p.reportKey(e, 0, fmt.Sprintf("%s exists from Kafka %s on: a %s producer ignores it", name(e), s.AddedIn, p.view.version), "")
+		}
+	},
+}
+
+var kd409 = &Rule{
+	ID:       "KD409",
+	Title:    "key set more than once (the last one wins)",
+	Severity: Warning,
+	Category: "keys",
+	Rationale: "java.util.Properties and librdkafka keep the last value of a repeated key; the earlier lines " +
+		"are dead text that a reader may take for the setting in force. Spring's documented overrides (a " +
+		"spring.kafka.producer.properties.* entry over a typed setting) and repeats across YAML or #--- " +
+		"documents (profiles) are not reported.",
+	Remediation: "Keep one line per key: delete the lines the message names as ignored.",
+	Source: "java.util.Properties.load (a later put replaces an earlier one); config.File.Duplicates (same key, rank and document)",
+	Check: func(p *Pass) {
+		dups := p.File.Duplicates()
+		keys := make([]string, 0, len(dups))
+		for k := range dups {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			es := dups[k]
+			win := es[0]
+			for _, e := range es[1:] {
+				if e.Rank >= win.Rank {
+					win = e
+				}
+			}
+			for _, e := range es {
+				if e == win {
+					continue
+				}
+				p.reportKey(e, 0, fmt.Sprintf("%s is set again on line %d (%s), which wins: this line has no effect",
+					name(e), win.KeyPos.Line, win.RawKey), "")
+			}
+		}
+	},
+}

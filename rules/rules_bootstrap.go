@@ -228,7 +228,7 @@ var kd204 = &Rule{
 		"'bootstrap.servers' values must not be duplicated.\"; 3.9 to 4.1 accept them. Entries that differ " +
 		"only in case, scheme or (librdkafka) an implicit :9092 are the same broker too.",
 	Remediation: "Remove the repeated entry, and check that no broker is missing from the list.",
-	Source: "apache/kafka ConfigDef.ValidList.ensureValid (trunk); ClientUtils.parseAndValidateAddresses",
+	Source:      "apache/kafka ConfigDef.ValidList.ensureValid (trunk); ClientUtils.parseAndValidateAddresses",
 	Check: func(p *Pass) {
 		e, entries, ok := p.view.bootstrapOf()
 		if !ok {

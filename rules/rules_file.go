@@ -17,7 +17,7 @@ var kd901 = &Rule{
 		"comment without a reason (or naming no rule) suppresses nothing and is reported, like staticcheck's " +
 		"lint:ignore.",
 	Remediation: "Write the rule ID and a reason after kdiag:ignore, e.g. `# kdiag:ignore KD203 single DNS name for the cluster`.",
-	Source: "kdiag suppression syntax (rules/engine.go parseDirectives), after staticcheck's //lint:ignore Check reason",
+	Source:      "kdiag suppression syntax (rules/engine.go parseDirectives), after staticcheck's //lint:ignore Check reason",
 	Check: func(p *Pass) {
 		for _, d := range parseDirectives(p.File, p.view.knownRule) {
 			switch {
@@ -39,7 +39,7 @@ var kd902 = &Rule{
 	Rationale: "A suppression naming a rule that does not exist (a typo, or a rule since renumbered) silences " +
 		"nothing, and the finding it was meant for is still reported, or will be when the rule appears.",
 	Remediation: "Use an ID from `kdiag rules`.",
-	Source: "kdiag rule catalog (rules.All)",
+	Source:      "kdiag rule catalog (rules.All)",
 	Check: func(p *Pass) {
 		for _, d := range parseDirectives(p.File, p.view.knownRule) {
 			for _, id := range d.unknown {
@@ -72,7 +72,7 @@ var kd903 = &Rule{
 		"a key without a value where one is needed). The client would read that line differently or not at " +
 		"all, so the settings kdiag checked may not be the ones in force.",
 	Remediation: "Fix the line as the message says.",
-	Source: "config package parsers (config.File.Problems)",
+	Source:      "config package parsers (config.File.Problems)",
 	Check: func(p *Pass) {
 		for _, pr := range p.File.Problems {
 			p.Report(Finding{Pos: pr.Pos, Message: pr.Msg})

@@ -371,7 +371,7 @@ var kd405 = &Rule{
 		"Their presence usually means a consumer file is used for a producer, or a shared file mixes both, so " +
 		"that a setting the author believes applies does not.",
 	Remediation: "Move consumer settings to the consumer's configuration.",
-	Source: "apache/kafka ConsumerConfig (keys not in ProducerConfig); confluentinc/librdkafka CONFIGURATION.md (C/P column)",
+	Source:      "apache/kafka ConsumerConfig (keys not in ProducerConfig); confluentinc/librdkafka CONFIGURATION.md (C/P column)",
 	Check: func(p *Pass) {
 		for _, e := range p.File.Entries {
 			if e.Key != "" && IsConsumerOnlyKey(e.Key) && !knownToDialect(p.view, e.Key) {
@@ -400,7 +400,7 @@ var kd406 = &Rule{
 		"producer ignores them. A broker key in a producer file usually means the author tuned the wrong side " +
 		"(the producer's buffer is send.buffer.bytes, its request cap max.request.size).",
 	Remediation: "Move the setting to the broker's server.properties, or use the producer's equivalent named in the message.",
-	Source: "apache/kafka broker configs (KafkaConfig, ServerLogConfigs, SocketServerConfigs) versus ProducerConfig",
+	Source:      "apache/kafka broker configs (KafkaConfig, ServerLogConfigs, SocketServerConfigs) versus ProducerConfig",
 	Check: func(p *Pass) {
 		for _, e := range p.File.Entries {
 			if e.Key == "" || !IsBrokerOnlyKey(e.Key) || knownToDialect(p.view, e.Key) {
@@ -475,8 +475,8 @@ var kd408 = &Rule{
 		"older client ignores them as unknown, so the behaviour they promise does not happen. The version " +
 		"comes from --kafka-version (default 4.1).",
 	Remediation: "Upgrade the client, or remove the key; check --kafka-version matches the client you run.",
-	Source: "../shared/reference/java-producer-configs.tsv (status \"new in ...\", default \"(n/a)\" for 3.9)",
-	Dialects: javaDialects,
+	Source:      "../shared/reference/java-producer-configs.tsv (status \"new in ...\", default \"(n/a)\" for 3.9)",
+	Dialects:    javaDialects,
 	Check: func(p *Pass) {
 		for _, e := range p.File.Entries {
 			s, ok := JavaSetting(e.Key)
@@ -498,7 +498,7 @@ var kd409 = &Rule{
 		"spring.kafka.producer.properties.* entry over a typed setting) and repeats across YAML or #--- " +
 		"documents (profiles) are not reported.",
 	Remediation: "Keep one line per key: delete the lines the message names as ignored.",
-	Source: "java.util.Properties.load (a later put replaces an earlier one); config.File.Duplicates (same key, rank and document)",
+	Source:      "java.util.Properties.load (a later put replaces an earlier one); config.File.Duplicates (same key, rank and document)",
 	Check: func(p *Pass) {
 		dups := p.File.Duplicates()
 		keys := make([]string, 0, len(dups))

@@ -71,7 +71,7 @@ var kd502 = &Rule{
 		"option and never prints its value.",
 	Remediation: "Take the password from a config provider (password=\"${env:KAFKA_PASSWORD}\" with " +
 		"config.providers=env, or ${file:...}), or a Spring placeholder; then rotate the exposed password.",
-	Source: "apache/kafka SaslConfigs SASL_JAAS_CONFIG (Type.PASSWORD), PlainLoginModule/ScramLoginModule options",
+	Source:   "apache/kafka SaslConfigs SASL_JAAS_CONFIG (Type.PASSWORD), PlainLoginModule/ScramLoginModule options",
 	Dialects: []config.Dialect{config.Java, config.Spring},
 	Check: func(p *Pass) {
 		for _, e := range p.File.Entries {

@@ -1,0 +1,220 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func ent(key, value string, kl, kc, vl, vc int) Entry {
+	return Entry{Key: key, RawKey: key, Value: value, KeyPos: Pos{kl, kc}, ValuePos: Pos{vl, vc}}
+}
+
+func TestParseProperties(t *testing.T) {
+	tests := []struct {
+		name         string
+		in           string
+		want         []Entry
+		wantComments []Comment
+		wantProblems []string // "line:col: message prefix"
+	}{
+		{
+			name: "separators and positions",
+			in:   "a=1\nb : 2\n  c  3\nd\t=\t4\n",
+			want: []Entry{ent("a", "1", 1, 1, 1, 3), ent("b", "2", 2, 1, 2, 5), ent("c", "3", 3, 3, 3, 6), ent("d", "4", 4, 1, 4, 5)},
+		},
+		{
+			name: "only one separator is skipped",
+			in:   "a==b\nc :=d\n",
+			want: []Entry{ent("a", "=b", 1, 1, 1, 3), ent("c", "=d", 2, 1, 2, 4)},
+		},
+		{
+			name: "empty values point past the line",
+			in:   "a\nb=\nc :  \n",
+			want: []Entry{ent("a", "", 1, 1, 1, 2), ent("b", "", 2, 1, 2, 3), ent("c", "", 3, 1, 3, 6)},
+		},
+		{
+			name: "escapes in keys",
+			in:   "a\\=b=c\nd\\ e f\n",
+			want: []Entry{ent("a=b", "c", 1, 1, 1, 6), ent("d e", "f", 2, 1, 2, 6)},
+		},
+		{
+			name: "escapes in values",
+			in:   "k=\\t\\n\\r\\f\\x\\\\\\u0041\n",
+			want: []Entry{ent("k", "\t\n\r\fx\\A", 1, 1, 1, 3)},
+		},
+		{
+			name: "continuation drops leading blanks and points at the first line",
+			in:   "list=a,\\\n     b,\\\n\t c\n",
+			want: []Entry{ent("list", "a,b,c", 1, 1, 1, 6)},
+		},
+		{
+			name: "value starting on a continuation line",
+			in:   "key=\\\n    value\n",
+			want: []Entry{ent("key", "value", 1, 1, 2, 5)},
+		},
+		{
+			name: "even number of backslashes does not continue",
+			in:   "a=x\\\\\nb=y\n",
+			want: []Entry{ent("a", "x\\", 1, 1, 1, 3), ent("b", "y", 2, 1, 2, 3)},
+		},
+		{
+			name: "a comment marker on a continuation line is text",
+			in:   "a=x\\\n  # y\n",
+			want: []Entry{ent("a", "x# y", 1, 1, 1, 3)},
+		},
+		{
+			name:         "comments, with the marker and blanks removed",
+			in:           "# kdiag:ignore KD101 reason\n  ! bang\nk=v # not a comment\n",
+			want:         []Entry{ent("k", "v # not a comment", 3, 1, 3, 3)},
+			wantComments: []Comment{{Text: "kdiag:ignore KD101 reason", Pos: Pos{1, 1}}, {Text: "bang", Pos: Pos{2, 3}}},
+		},
+		{
+			name:         "a comment does not continue",
+			in:           "# c \\\nk=v\n",
+			want:         []Entry{ent("k", "v", 2, 1, 2, 3)},
+			wantComments: []Comment{{Text: "c \\", Pos: Pos{1, 1}}},
+		},
+		{
+			name: "CRLF and CR line ends",
+			in:   "a=1\r\nb=2\\\r\n 3\rc=4",
+			want: []Entry{ent("a", "1", 1, 1, 1, 3), ent("b", "23", 2, 1, 2, 3), ent("c", "4", 4, 1, 4, 3)},
+		},
+		{
+			name: "columns count runes",
+			in:   "é=ü\nkey=☕x\n",
+			want: []Entry{ent("é", "ü", 1, 1, 1, 3), ent("key", "☕x", 2, 1, 2, 5)},
+		},
+		{
+			name: "surrogate pair escapes make one character",
+			in:   "e=\\uD83D\\uDE00\n",
+			want: []Entry{ent("e", "😀", 1, 1, 1, 3)},
+		},
+		{
+			name:         "lone surrogate",
+			in:           "e=\\uD83Dx\n",
+			want:         []Entry{ent("e", "\uFFFDx", 1, 1, 1, 3)},
+			wantProblems: []string{"1:3: \\uD83D is half of a UTF-16 surrogate pair"},
+		},
+		{
+			name:         "malformed unicode escape is kept and reported",
+			in:           "a=\\u12g4b\nc=d\n",
+			want:         []Entry{ent("a", "\\u12g4b", 1, 1, 1, 3), ent("c", "d", 2, 1, 2, 3)},
+			wantProblems: []string{"1:3: malformed \\uxxxx escape"},
+		},
+		{
+			name:         "unicode escape cut by the end of file",
+			in:           "a=\\u12",
+			want:         []Entry{ent("a", "\\u12", 1, 1, 1, 3)},
+			wantProblems: []string{"1:3: malformed \\uxxxx escape"},
+		},
+		{
+			name:         "continuation at end of file",
+			in:           "a=b\\",
+			want:         []Entry{ent("a", "b", 1, 1, 1, 3)},
+			wantProblems: []string{"1:4: line continuation (\\) at end of file"},
+		},
+		{
+			name:         "invalid UTF-8",
+			in:           "a=\xff\nb=c\n",
+			want:         []Entry{ent("a", "\uFFFD", 1, 1, 1, 3), ent("b", "c", 2, 1, 2, 3)},
+			wantProblems: []string{"1:3: invalid UTF-8 byte 0xff"},
+		},
+		{
+			name:         "byte order mark stays in the key, as in Java",
+			in:           "\uFEFFa=b\n",
+			want:         []Entry{ent("\uFEFFa", "b", 1, 1, 1, 4)},
+			wantProblems: []string{"1:1: file starts with a UTF-8 byte order mark"},
+		},
+		{
+			name: "a line that is only a backslash joins the next as a new line",
+			in:   "\\\nk=v\n",
+			want: []Entry{ent("k", "v", 2, 1, 2, 3)},
+		},
+		{
+			name: "duplicates are all kept, in order",
+			in:   "a=1\na=2\n",
+			want: []Entry{ent("a", "1", 1, 1, 1, 3), ent("a", "2", 2, 1, 2, 3)},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ParseProperties("t.properties", strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, f.Entries); diff != "" {
+				t.Errorf("entries (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantComments, f.Comments); diff != "" {
+				t.Errorf("comments (-want +got):\n%s", diff)
+			}
+			var got []string
+			for i, p := range f.Problems {
+				prefix := ""
+				if i < len(tc.wantProblems) {
+					prefix = tc.wantProblems[i]
+				}
+				s := p.Pos.String() + ": " + p.Msg
+				if prefix != "" && strings.HasPrefix(s, prefix) {
+					s = prefix
+				}
+				got = append(got, s)
+			}
+			if diff := cmp.Diff(tc.wantProblems, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParsePropertiesReadError(t *testing.T) {
+	boom := errors.New("disk on fire")
+	_, err := ParseProperties("x.properties", iotest.ErrReader(boom))
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "x.properties") {
+		t.Fatalf("got %v, want the read error wrapped with the file name", err)
+	}
+}
+
+func TestEffectiveAndDuplicates(t *testing.T) {
+	f := &File{Entries: []Entry{
+		{Key: "acks", Value: "1", Rank: RankSpringProducer, KeyPos: Pos{1, 1}},
+		{Key: "acks", Value: "all", Rank: RankSpringProperties, KeyPos: Pos{2, 1}},
+		{Key: "linger.ms", Value: "5", KeyPos: Pos{3, 1}},
+		{Key: "linger.ms", Value: "10", KeyPos: Pos{4, 1}},
+		{Key: "linger.ms", Value: "20", Doc: 1, KeyPos: Pos{6, 1}},
+		{Key: "retries", Value: "3", KeyPos: Pos{7, 1}},
+	}}
+	wantMap := map[string]string{"acks": "1", "linger.ms": "20", "retries": "3"}
+	if diff := cmp.Diff(wantMap, f.Map()); diff != "" {
+		t.Errorf("Map (-want +got):\n%s", diff)
+	}
+	wantDup := map[string][]Entry{"linger.ms": {f.Entries[2], f.Entries[3]}}
+	if diff := cmp.Diff(wantDup, f.Duplicates()); diff != "" {
+		t.Errorf("Duplicates (-want +got):\n%s", diff)
+	}
+	if e := f.Effective()["acks"]; e.KeyPos != (Pos{1, 1}) {
+		t.Errorf("Effective acks at %v, want the higher-ranked entry at 1:1", e.KeyPos)
+	}
+}
+
+func TestEscapeRoundTrip(t *testing.T) {
+	for _, s := range []string{"", " lead", "a=b:c", "#x", "!y", "tab\tnl\ncr\rff\f", "back\\slash", "ü ☕ 😀", "\x00\x1f\x7f", "\uFEFFbom", "trail "} {
+		in := EscapeKey(s) + "=" + EscapeValue(s) + "\n"
+		f, err := ParseProperties("rt", strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{s, s}
+		var got []string
+		if len(f.Entries) == 1 {
+			got = []string{f.Entries[0].Key, f.Entries[0].Value}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("round trip of %q through %q (-want +got):\n%s", s, in, diff)
+		}
+	}
+}

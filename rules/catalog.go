@@ -318,23 +318,29 @@ func LibrdkafkaSettings() []LibSetting {
 	return append([]LibSetting(nil), loadCatalog().libList...)
 }
 
-// librdkafkaOtherProps are librdkafka properties (CONFIGURATION.md) that the
-// producer table leaves out but that share their name with a Java producer
-// config, so that a Java key is only called foreign to librdkafka when
-// librdkafka really has no such property.
+// librdkafkaOtherProps are librdkafka properties (CONFIGURATION.md, read
+// for this table) that the producer table of ../shared/reference leaves out:
+// shared with the Java client by name (ssl.cipher.suites, the
+// sasl.oauthbearer.* family), or commonly set in librdkafka files (ssl.ca.location,
+// debug). With them, a Java key is only called foreign to librdkafka when
+// librdkafka really has no such property (sasl.jaas.config, buffer.memory),
+// and a valid librdkafka key is not "corrected" into a neighbour.
 var librdkafkaOtherProps = map[string]bool{
 	"ssl.cipher.suites":                             true,
 	"ssl.endpoint.identification.algorithm":         true,
 	"sasl.kerberos.service.name":                    true,
 	"sasl.kerberos.kinit.cmd":                       true,
 	"sasl.kerberos.min.time.before.relogin":         true,
+	"sasl.kerberos.principal":                       true,
+	"sasl.kerberos.keytab":                          true,
 	"sasl.oauthbearer.token.endpoint.url":           true,
 	"sasl.oauthbearer.scope":                        true,
 	"sasl.oauthbearer.client.id":                    true,
+	"sasl.oauthbearer.client.credentials.client.id": true,
 	"sasl.oauthbearer.method":                       true,
 	"sasl.oauthbearer.extensions":                   true,
-	"enable.metrics.push":                           true,
-	"sasl.oauthbearer.client.credentials.client.id": true,
+	"sasl.oauthbearer.grant.type":                   true,
+	"sasl.oauthbearer.metadata.authentication.type": true,
 	"sasl.oauthbearer.assertion.algorithm":          true,
 	"sasl.oauthbearer.assertion.claim.aud":          true,
 	"sasl.oauthbearer.assertion.claim.exp.seconds":  true,
@@ -343,7 +349,37 @@ var librdkafkaOtherProps = map[string]bool{
 	"sasl.oauthbearer.assertion.claim.nbf.seconds":  true,
 	"sasl.oauthbearer.assertion.claim.sub":          true,
 	"sasl.oauthbearer.assertion.file":               true,
-	"sasl.oauthbearer.assertion.template.file":      true,
+	"sasl.oauthbearer.assertion.jwt.template.file":  true,
+	"enable.sasl.oauthbearer.unsecure.jwt":          true,
+	"enable.metrics.push":                           true,
+	"allow.auto.create.topics":                      true,
+	"client.rack":                                   true,
+	"ssl.ca.location":                               true,
+	"ssl.certificate.location":                      true,
+	"ssl.certificate.pem":                           true,
+	"ssl.crl.location":                              true,
+	"ssl.curves.list":                               true,
+	"ssl.sigalgs.list":                              true,
+	"ssl.engine.id":                                 true,
+	"ssl.engine.location":                           true,
+	"ssl.ca.certificate.stores":                     true,
+	"ssl.providers":                                 true,
+	"enable.ssl.certificate.verification":           true,
+	"https.ca.location":                             true,
+	"https.ca.pem":                                  true,
+	"plugin.library.paths":                          true,
+	"debug":                                         true,
+	"log_level":                                     true,
+	"log.queue":                                     true,
+	"log.thread.name":                               true,
+	"enable.random.seed":                            true,
+	"internal.termination.signal":                   true,
+	"builtin.features":                              true,
+	"message.copy.max.bytes":                        true,
+	"receive.message.max.bytes":                     true,
+	"api.version.request.timeout.ms":                true,
+	"topic.blacklist":                               true,
+	"enabled_events":                                true,
 }
 
 // isLibrdkafkaKnown reports whether name is a librdkafka property kdiag knows.

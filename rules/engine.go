@@ -271,7 +271,9 @@ type directive struct {
 }
 
 var directiveRE = regexp.MustCompile(`^\s*kdiag:ignore\b(.*)$`)
-var ruleIDRE = regexp.MustCompile(`^[Kk][Dd]\d{3}$`)
+// ruleIDRE matches what is meant as a rule ID, also a mistyped one
+// (KD1O1), which KD902 then reports as unknown.
+var ruleIDRE = regexp.MustCompile(`^[Kk][Dd][0-9A-Za-z]{3}$`)
 
 // parseDirectives reads the file's `kdiag:ignore ID[,ID...] reason` comments.
 func parseDirectives(f *config.File, known func(string) bool) []directive {

@@ -29,8 +29,9 @@ var kd301 = &Rule{
 	Remediation: "Raise delivery.timeout.ms to at least linger.ms + request.timeout.ms, or lower linger.ms or " +
 		"request.timeout.ms.",
 	Source: "apache/kafka KafkaProducer.configureDeliveryTimeout and lingerMs; ../shared/reference/" +
-		"java-producer-crossfield-rules.tsv DELIVERY_TIMEOUT; confluentinc/librdkafka CONFIGURATION.md " +
-		"message.timeout.ms, linger.ms",
+		"java-producer-crossfield-rules.tsv DELIVERY_TIMEOUT; for librdkafka the message.timeout.ms row of " +
+		"../shared/reference/librdkafka-producer-configs.tsv (src/rdkafka_conf.c; CONFIGURATION.md does not " +
+		"state the linger.ms constraint)",
 	Check: func(p *Pass) {
 		v := p.view
 		if v.dialect == config.Librdkafka {
@@ -209,7 +210,7 @@ func idempotenceRule(id, title, key, rationale string) *Rule {
 				if c.fatal {
 					sev = Error
 				}
-				p.reportValue(c.e, sev, name(c.e)+": "+c.msg, "")
+				p.reportValue(c.e, sev, c.msg, "")
 			}
 		},
 	}

@@ -199,7 +199,10 @@ var javaEquivalents = map[string]string{
 var passThroughPrefixes = []string{"schema.registry.", "basic.auth.", "bearer.auth.", "confluent.",
 	"value.subject.", "key.subject.", "auto.register.schemas", "use.latest.version", "latest.compatibility.",
 	"specific.avro.", "avro.", "json.", "protobuf.", "normalize.schemas", "use.schema.id", "spring.",
-	"interceptor.", "opentelemetry.", "otel."}
+	"interceptor.", "opentelemetry.", "otel.",
+	// config.providers.<name>.class and .param.* configure the providers
+	// config.providers names; metrics.context.* labels the metrics.
+	"config.providers.", "metrics.context.", "metrics.jmx."}
 
 var kd404 = &Rule{
 	ID:       "KD404",

@@ -67,7 +67,7 @@ func testFindings() []rules.Finding {
 			Key: "bootstrap.servers", Evidence: "kafka-1:9092",
 			Message: "bootstrap.servers has one entry: with kafka-1:9092 down the client cannot start"},
 		{RuleID: "KD701", Severity: rules.Warning, Path: "conf/producer.properties", Pos: config.Pos{Line: 9, Col: 1},
-			Key: "ssl.key.password", Evidence: "ssl.key.password=****",
+			Key: "ssl.key.password", Evidence: "ssl.key.password=" + rules.Redacted,
 			Message: "ssl.key.password is written in clear"},
 	}
 }
@@ -429,10 +429,17 @@ func TestSecretsNeverWritten(t *testing.T) {
 }
 
 func TestScrubLeavesOrdinaryFindings(t *testing.T) {
-	f := rules.Finding{RuleID: "KD101", Key: "connections.max.idle.ms", Evidence: "connections.max.idle.ms=-1",
-		Message: "ssl.key.password: not set; connections.max.idle.ms: -1", Fix: "set it to 540000"}
-	if diff := cmp.Diff(f, scrub(f)); diff != "" {
-		t.Errorf("scrub changed a finding with no secret (-want +got):\n%s", diff)
+	for _, f := range []rules.Finding{
+		{RuleID: "KD101", Key: "connections.max.idle.ms", Evidence: "connections.max.idle.ms=-1",
+			Message: "ssl.key.password: not set; connections.max.idle.ms: -1", Fix: "set it to 540000"},
+		// A reference is the fix, not a secret.
+		{RuleID: "KD501", Key: "ssl.key.password", Evidence: "ssl.key.password=" + rules.Redacted,
+			Message: "ssl.key.password holds a secret in clear (value hidden)",
+			Fix:     `use ssl.key.password=${env:SSL_KEY_PASSWORD} or password="${env:KAFKA_PASSWORD}"`},
+	} {
+		if diff := cmp.Diff(f, scrub(f)); diff != "" {
+			t.Errorf("scrub changed a finding with no secret (-want +got):\n%s", diff)
+		}
 	}
 }
 

@@ -7,8 +7,9 @@ import (
 	"github.com/kdiag/kdiag/rules"
 )
 
-// mask replaces a secret in every output format.
-const mask = "****"
+// mask replaces a secret in every output format: the engine's marker, so
+// that a value the engine hid and one the writers hid look the same.
+const mask = rules.Redacted
 
 // secretName ends in a word that names a secret.
 const secretName = `(?i)([A-Za-z0-9_.\-\[\]]*(?:password|passwd|secret|passphrase|private\.key\.pem|keystore\.key|certificate\.chain|truststore\.certificates))`
@@ -30,6 +31,9 @@ var textAssign = regexp.MustCompile(secretName + `(\s*=\s*)` + secretValue)
 // rules.IsSecretKey is the authority; this is the writers' own net, wide on
 // purpose.
 func secretKey(key string) bool {
+	if rules.IsSecretKey(key) {
+		return true
+	}
 	k := strings.ToLower(key)
 	for _, w := range []string{"password", "passwd", "secret", "passphrase", "jaas.config",
 		"ssl.keystore.key", "ssl.key.pem", "private.key.pem", "certificate.chain", "truststore.certificates"} {
@@ -46,15 +50,21 @@ func secretKey(key string) bool {
 // A value found in one field is masked in the others too.
 func scrub(f rules.Finding) rules.Finding {
 	var literals []string
+	assigned := false // the evidence has a secret assignment in it
 	redactIn := func(re *regexp.Regexp, s string) string {
 		return re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := re.FindStringSubmatch(m)
+			if re == evidenceAssign {
+				assigned = true
+			}
 			v := sub[3]
 			q := ""
 			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') {
 				q, v = v[:1], v[1:len(v)-1]
 			}
-			if v == mask || v == "" {
+			// A reference (${env:NAME}, ${file:path:key}, a Spring
+			// placeholder) is how a secret should be written: keep it.
+			if v == mask || v == "" || strings.HasPrefix(v, "${") {
 				return m
 			}
 			literals = append(literals, v)
@@ -64,7 +74,7 @@ func scrub(f rules.Finding) rules.Finding {
 	ev := redactIn(evidenceAssign, f.Evidence)
 	msg := redactIn(textAssign, f.Message)
 	fix := redactIn(textAssign, f.Fix)
-	if secretKey(f.Key) && !strings.Contains(strings.ToLower(f.Key), "jaas") && ev == f.Evidence && ev != "" && ev != mask {
+	if secretKey(f.Key) && !strings.Contains(strings.ToLower(f.Key), "jaas") && !assigned && ev != "" && ev != mask {
 		// A secret key's evidence with no recognisable assignment in it is
 		// the value itself.
 		literals = append(literals, f.Evidence)

@@ -3,6 +3,8 @@ package root
 
 import (
 	brokercmd "github.com/kdiag/kdiag/internal/cmd/broker"
+	lintcmd "github.com/kdiag/kdiag/internal/cmd/lint"
+	rulescmd "github.com/kdiag/kdiag/internal/cmd/rules"
 	"github.com/kdiag/kdiag/internal/cmd/version"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/spf13/cobra"
@@ -31,6 +33,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 
 	cmd.AddCommand(version.NewCmdVersion(f))
 	cmd.AddCommand(brokercmd.NewCmdBroker(f, nil))
+	cmd.AddCommand(lintcmd.NewCmdLint(f, nil))
+	cmd.AddCommand(rulescmd.NewCmdRules(f, nil))
 	// Subcommands register here, one line each.
 	return cmd
 }

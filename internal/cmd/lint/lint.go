@@ -1,0 +1,362 @@
+// Package lint implements `kdiag lint`: check producer configuration files
+// for connection risks and for settings the Java client rejects or silently
+// overrides.
+package lint
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/kdiag/kdiag/config"
+	rulescmd "github.com/kdiag/kdiag/internal/cmd/rules"
+	"github.com/kdiag/kdiag/internal/cmd/version"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/rules"
+	"github.com/kdiag/kdiag/rules/output"
+	"github.com/spf13/cobra"
+)
+
+// LintOptions are kdiag lint's parsed flags and dependencies.
+type LintOptions struct {
+	IO *cmdutil.IOStreams
+	// ReadFile reads an input; os.ReadFile unless a test makes one fail.
+	ReadFile func(name string) ([]byte, error)
+	// ToolVersion is written into json and sarif output.
+	ToolVersion string
+
+	// Args are the inputs: files, directories (walked) and "-" (stdin).
+	Args []string
+	// Dialect forces every input's dialect; "" detects it per file.
+	Dialect string
+	// StdinName is the name standard input is reported under, and detected
+	// by (--stdin-name application.yml).
+	StdinName    string
+	KafkaVersion string
+	// BrokerConfig is a broker server.properties to read
+	// connections.max.idle.ms from; BrokerIdleMS is that value given
+	// directly, used when BrokerIdleSet.
+	BrokerConfig  string
+	BrokerIdleMS  int64
+	BrokerIdleSet bool
+	// FailOn is the lowest severity that makes the exit status 1: info,
+	// warning, error, or none.
+	FailOn string
+	Format string
+	// Ignore lists rule IDs whose findings are dropped.
+	Ignore []string
+}
+
+// configExts are the file names a directory walk picks up.
+var configExts = []string{".properties", ".yml", ".yaml", ".conf"}
+
+// skipDirs are directories a walk never enters: other people's code.
+var skipDirs = map[string]bool{"vendor": true, "node_modules": true}
+
+// NewCmdLint returns `kdiag lint`. runF, when set, receives the parsed
+// options instead of running (flag tests).
+func NewCmdLint(f *cmdutil.Factory, runF func(*LintOptions) error) *cobra.Command {
+	opts := &LintOptions{IO: f.IO, ReadFile: os.ReadFile, ToolVersion: toolVersion()}
+	def := rules.DefaultOptions()
+	cmd := &cobra.Command{
+		Use:   "lint [flags] FILE|DIR|- ...",
+		Short: "Check producer configuration for connection risks and rejected settings",
+		Long: `Check Kafka producer configuration files: Java client .properties, librdkafka
+properties, and Spring Boot application.properties / application.yml.
+
+Each input is a file, a directory (searched recursively for *.properties,
+*.yml, *.yaml and *.conf, skipping hidden directories, vendor and
+node_modules) or - for standard input. The dialect of each file is detected
+from its name and content unless --dialect is given.
+
+The findings and a summary line go to standard output (with -o text, in the
+compiler style file:line:col: severity RULE message, then the fix); problems
+with the run itself, such as a file that cannot be read, go to standard
+error. Values of password-type keys are never printed.
+
+A finding is suppressed by a comment on its line or the line above:
+  # kdiag:ignore KD101 the broker never closes idle connections here
+The rules are listed by 'kdiag rules' and explained by 'kdiag rules explain ID'.
+
+Exit status:
+  0  no finding at or above --fail-on
+  1  findings at or above --fail-on
+  2  bad flags or arguments, or an input that could not be read or parsed
+     (every other input is still checked and reported)`,
+		Example: `  # Check one file, and every config file under deploy/
+  kdiag lint producer.properties deploy/
+
+  # A Spring Boot YAML from standard input, against a Kafka 3.9 client
+  cat application.yml | kdiag lint --stdin-name application.yml --kafka-version 3.9 -
+
+  # Compare with the broker's own idle timeout
+  kdiag lint --broker-config /etc/kafka/server.properties producer.properties
+
+  # For GitHub code scanning; fail the job on errors only
+  kdiag lint -o sarif --fail-on error config/ > kdiag.sarif`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Args = args
+			opts.BrokerIdleSet = cmd.Flags().Changed("broker-idle-ms")
+			if runF != nil {
+				return runF(opts)
+			}
+			return runLint(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Dialect, "dialect", "", "dialect of every input: java|librdkafka|spring (default: detected per file)")
+	fl.StringVar(&opts.StdinName, "stdin-name", "<stdin>", "file name to report standard input as (also used to detect its dialect)")
+	fl.StringVar(&opts.KafkaVersion, "kafka-version", def.KafkaVersion, "Java client version whose defaults and checks apply: 3.9, 4.0, 4.1 or 4.x")
+	fl.StringVar(&opts.BrokerConfig, "broker-config", "", "broker `server.properties` to read connections.max.idle.ms from")
+	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", def.BrokerIdleMS, "broker connections.max.idle.ms in milliseconds")
+	fl.StringVar(&opts.FailOn, "fail-on", "warning", "lowest severity that makes the exit status 1: info|warning|error|none")
+	fl.StringSliceVar(&opts.Ignore, "ignore", nil, "rule IDs to leave out, comma-separated (KD101,KD203)")
+	cmdutil.FormatFlag(fl, &opts.Format, "text", output.Formats())
+	return cmd
+}
+
+// failThreshold reads --fail-on; ok is false for "none".
+func failThreshold(s string) (sev rules.Severity, ok bool, err error) {
+	if strings.EqualFold(s, "none") {
+		return 0, false, nil
+	}
+	sev, err = rules.ParseSeverity(s)
+	if err != nil {
+		return 0, false, fmt.Errorf("--fail-on %q: want info, warning, error or none", s)
+	}
+	return sev, true, nil
+}
+
+// input is one configuration to lint: a path, or standard input.
+type input struct {
+	name  string
+	stdin bool
+}
+
+func runLint(opts *LintOptions) error {
+	if len(opts.Args) == 0 {
+		return cmdutil.UsageErrorf("lint: no input: give files, directories or - for standard input (see 'kdiag lint --help')")
+	}
+	if err := cmdutil.CheckFormat(opts.Format, output.Formats()); err != nil {
+		return err
+	}
+	dialect, err := config.ParseDialect(opts.Dialect)
+	if err != nil {
+		return cmdutil.UsageErrorf("lint: --dialect: %v", err)
+	}
+	threshold, failOn, err := failThreshold(opts.FailOn)
+	if err != nil {
+		return cmdutil.UsageErrorf("lint: %v", err)
+	}
+	ignore, err := ignoreSet(opts.Ignore)
+	if err != nil {
+		return err
+	}
+	ropts, err := lintOptions(opts)
+	if err != nil {
+		return err
+	}
+
+	var (
+		failed bool
+		inputs []input
+		stdin  bool
+	)
+	report := func(path string, err error) {
+		failed = true
+		fmt.Fprintf(opts.IO.ErrOut, "lint: %s: %v\n", path, cause(err))
+	}
+	for _, arg := range opts.Args {
+		if arg == "-" {
+			if stdin {
+				return cmdutil.UsageErrorf("lint: - (standard input) given more than once")
+			}
+			stdin = true
+			inputs = append(inputs, input{name: opts.StdinName, stdin: true})
+			continue
+		}
+		st, err := os.Stat(arg)
+		if err != nil {
+			report(arg, err)
+			continue
+		}
+		if !st.IsDir() {
+			inputs = append(inputs, input{name: arg})
+			continue
+		}
+		found := walk(arg, report)
+		if len(found) == 0 {
+			fmt.Fprintf(opts.IO.ErrOut, "lint: %s: no configuration files (%s) found\n", arg, "*"+strings.Join(configExts, ", *"))
+		}
+		for _, p := range found {
+			inputs = append(inputs, input{name: p})
+		}
+	}
+
+	var files []*config.File
+	for _, in := range inputs {
+		var data []byte
+		if in.stdin {
+			data, err = io.ReadAll(opts.IO.In)
+		} else {
+			data, err = opts.ReadFile(in.name)
+		}
+		if err != nil {
+			report(in.name, err)
+			continue
+		}
+		d := dialect
+		if d == config.Unknown {
+			d = config.Detect(in.name, data)
+		}
+		f, err := config.Parse(in.name, data, d)
+		if err != nil {
+			report(in.name, err)
+			continue
+		}
+		files = append(files, f)
+	}
+
+	findings := rules.Lint(files, ropts)
+	if len(ignore) > 0 {
+		kept := findings[:0]
+		for _, f := range findings {
+			if !ignore[f.RuleID] {
+				kept = append(kept, f)
+			}
+		}
+		findings = kept
+	}
+
+	meta := output.Meta{ToolVersion: opts.ToolVersion, Files: len(files)}
+	if err := output.Writers[opts.Format](opts.IO.Out, findings, rules.All(), meta); err != nil {
+		return fmt.Errorf("lint: writing %s output: %w", opts.Format, err)
+	}
+	if failed {
+		// Every unreadable input has been reported above.
+		return cmdutil.Exit(cmdutil.ExitUsage)
+	}
+	if failOn {
+		for _, f := range findings {
+			if f.Severity >= threshold {
+				return cmdutil.Exit(cmdutil.ExitFindings)
+			}
+		}
+	}
+	return nil
+}
+
+// lintOptions turns the flags into the engine's options.
+func lintOptions(opts *LintOptions) (rules.Options, error) {
+	ro := rules.DefaultOptions()
+	if opts.KafkaVersion != "" {
+		ro.KafkaVersion = opts.KafkaVersion
+	}
+	if err := ro.Validate(); err != nil {
+		return ro, cmdutil.UsageErrorf("lint: --kafka-version: %v", err)
+	}
+	switch {
+	case opts.BrokerConfig != "" && opts.BrokerIdleSet:
+		return ro, cmdutil.UsageErrorf("lint: --broker-config and --broker-idle-ms are mutually exclusive: give one")
+	case opts.BrokerIdleSet:
+		if opts.BrokerIdleMS < 0 {
+			return ro, cmdutil.UsageErrorf("lint: --broker-idle-ms %d: want milliseconds, 0 or more", opts.BrokerIdleMS)
+		}
+		ro.BrokerIdleMS = opts.BrokerIdleMS
+	case opts.BrokerConfig != "":
+		data, err := opts.ReadFile(opts.BrokerConfig)
+		if err != nil {
+			return ro, cmdutil.UsageErrorf("lint: --broker-config %s: %v", opts.BrokerConfig, cause(err))
+		}
+		ms, err := rules.BrokerIdleFromFile(opts.BrokerConfig, strings.NewReader(string(data)))
+		if err != nil {
+			return ro, cmdutil.UsageErrorf("lint: --broker-config: %v", err)
+		}
+		ro.BrokerIdleMS = ms
+	}
+	return ro, nil
+}
+
+// ignoreSet checks --ignore's rule IDs against the catalog.
+func ignoreSet(ids []string) (map[string]bool, error) {
+	set := map[string]bool{}
+	for _, id := range ids {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			continue
+		}
+		r, ok := rules.Lookup(id)
+		if !ok {
+			return nil, cmdutil.UsageErrorf("lint: --ignore: unknown rule %q%s (see 'kdiag rules')", id, rulescmd.DidYouMean(id, rules.All()))
+		}
+		set[r.ID] = true
+	}
+	return set, nil
+}
+
+// walk returns the configuration files under root, sorted, reporting (and
+// going past) what it cannot read.
+func walk(root string, report func(string, error)) []string {
+	var out []string
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			report(path, err)
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || skipDirs[name]) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if isConfigName(name) {
+			out = append(out, path)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+func isConfigName(name string) bool {
+	ext := strings.ToLower(filepath.Ext(name))
+	for _, e := range configExts {
+		if ext == e {
+			return true
+		}
+	}
+	return false
+}
+
+// cause drops the operation and path an *fs.PathError repeats, since the
+// message already starts with the path: "lint: a.properties: permission
+// denied", not "lint: a.properties: open a.properties: permission denied".
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// toolVersion is kdiag's version without the platform details version.String
+// adds: the -ldflags value, else the module version, else "(devel)".
+func toolVersion() string {
+	if version.Version != "" {
+		return version.Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 
 	"github.com/kdiag/kdiag/config"
 )
@@ -15,24 +17,64 @@ import (
 // Syntax problems the parser recovers from are kdiag lint's to report; the
 // values it recovered are used, as Java's Properties.load would.
 func LoadConfig(path string) (Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Config{}, err
-	}
-	defer f.Close()
-	return readConfig(path, f)
+	return LoadConfigWith(path, nil)
 }
 
-func readConfig(path string, r io.Reader) (Config, error) {
-	file, err := config.ParseProperties(path, r)
-	if err != nil {
-		return Config{}, err
-	}
-	eff := file.Effective()
-	return parseConfig(file.Map(), func(key string) string {
-		if e, ok := eff[key]; ok {
-			return fmt.Sprintf("%s:%d: ", path, e.KeyPos.Line)
+// LoadConfigWith is LoadConfig with overrides set on top of the file (as
+// --set key=value does); path "" means no file. Errors in an override say
+// "override" instead of a file and line.
+func LoadConfigWith(path string, overrides map[string]string) (Config, error) {
+	props := map[string]string{}
+	where := map[string]string{}
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return Config{}, err
 		}
-		return path + ": "
-	})
+		defer f.Close()
+		file, err := readProperties(path, f)
+		if err != nil {
+			return Config{}, err
+		}
+		for k, e := range file.Effective() {
+			props[k] = e.Value
+			where[k] = fmt.Sprintf("%s:%d: ", path, e.KeyPos.Line)
+		}
+	}
+	for k, v := range overrides {
+		props[k] = v
+		where[k] = "override: "
+	}
+	return parseConfig(props, func(key string) string { return where[key] })
+}
+
+func readProperties(path string, r io.Reader) (*config.File, error) {
+	return config.ParseProperties(path, r)
+}
+
+// ParseOverrides reads key=value settings (--set) into a map; a later one
+// wins.
+func ParseOverrides(sets []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", s)
+		}
+		out[k] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// Keys returns the keys ParseConfig understands, sorted (for help texts).
+func Keys() []string {
+	ks := []string{"bootstrap.servers", "client.id", "acks", "linger.ms", "batch.size", "buffer.memory",
+		"max.block.ms", "max.request.size", "request.timeout.ms", "delivery.timeout.ms", "retries",
+		"retry.backoff.ms", "retry.backoff.max.ms", "max.in.flight.requests.per.connection",
+		"metadata.max.age.ms", "connections.max.idle.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+		"socket.connection.setup.timeout.ms", "compression.type", "enable.idempotence",
+		"allow.auto.create.topics", "security.protocol", KeyReader, KeyCallbackDelay}
+	sort.Strings(ks)
+	return ks
 }

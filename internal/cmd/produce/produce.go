@@ -1,0 +1,303 @@
+// Package produce implements `kdiag produce`: the reference producer
+// (package producer) sending messages on an interval. kdiag repro runs it as
+// its child process; users run it to see the Java lifecycle against their
+// own cluster.
+package produce
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/producer"
+	"github.com/spf13/cobra"
+)
+
+// ProduceOptions are the parsed flags and dependencies of `kdiag produce`.
+// kdiag repro relies on these flags: keep their names and meaning.
+type ProduceOptions struct {
+	IO *cmdutil.IOStreams
+	// Context ends the run (SIGINT/SIGTERM in a real run).
+	Context context.Context
+
+	ConfigFile string
+	// Bootstrap overrides bootstrap.servers when set.
+	Bootstrap string
+	// Set holds key=value overrides, applied after the file.
+	Set      []string
+	Topic    string
+	Messages int
+	Interval time.Duration
+	// Reader overrides kdiag.reader when set.
+	Reader string
+	// CallbackDelay overrides kdiag.callback.delay.ms when CallbackDelaySet.
+	CallbackDelay      time.Duration
+	CallbackDelaySet   bool
+	ProducerPerMessage bool
+	Duration           time.Duration
+	LogLevel           string
+	StatsJSON          bool
+}
+
+// NewCmdProduce returns `kdiag produce`. runF, when non-nil, replaces the
+// run (flag tests capture the options with it).
+func NewCmdProduce(f *cmdutil.Factory, runF func(*ProduceOptions) error) *cobra.Command {
+	opts := &ProduceOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "Run the reference producer (Java KafkaProducer's connection lifecycle)",
+		Long: `Run kdiag's reference producer: a Kafka producer whose connections follow the Java
+KafkaProducer's lifecycle (connect to every bootstrap server, METADATA, connect to the
+brokers, refresh metadata, close connections idle for connections.max.idle.ms), over the
+real Kafka protocol. It sends --messages messages to --topic, one every --interval.
+
+Configuration is a Java producer .properties file (--config), read by the same parser
+as kdiag lint, with --bootstrap-server and --set key=value on top. kdiag's own keys:
+  kdiag.reader=poll|on-demand   how a connection meets the broker's FIN: poll reads
+                                every connection all the time, as Java does (the FIN
+                                is seen and the socket closed at once); on-demand reads
+                                only while a response is pending, as Sarama, franz-go
+                                and kafka-go do (the socket stays in CLOSE_WAIT until
+                                the next request on it)
+  kdiag.callback.delay.ms=N     every send callback sleeps N ms on the network
+                                goroutine, as a slow callback stalls Java's Sender
+                                thread: no FIN is processed meanwhile
+
+--producer-per-message creates a new producer for every message and never closes it:
+the connection leak of an application that does so.
+
+Connection events are logged to stderr at --log-level debug in the words of the Java
+client's NetworkClient. On Ctrl-C, SIGTERM, the last message or --duration, the
+producer is closed (leaked ones are not) and, with --stats-json, one JSON object of
+counters (connections opened, closed by the client and why, peer closes, records) is
+printed to stdout. Exit status 0, 2 for bad flags or configuration, 1 if the producer
+cannot start.`,
+		Example: `  # against kdiag broker's default cluster, 10 messages, Java-style logs
+  kdiag produce --bootstrap-server 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094 \
+    --messages 10 --log-level debug
+
+  # your application's config, with the Sarama-like reader: watch CLOSE_WAIT appear
+  kdiag produce --config producer.properties --set connections.max.idle.ms=-1 \
+    --reader on-demand --interval 30s
+
+  # a slow callback, for one minute, counters as JSON at the end
+  kdiag produce --bootstrap-server 127.0.0.1:9092 --callback-delay 5s --duration 1m --stats-json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Messages < 0 || opts.Interval < 0 || opts.Duration < 0 || opts.CallbackDelay < 0 {
+				return cmdutil.UsageErrorf("--messages, --interval, --duration and --callback-delay must not be negative")
+			}
+			if opts.Topic == "" {
+				return cmdutil.UsageErrorf("--topic must not be empty")
+			}
+			if opts.Reader != "" {
+				if _, err := producer.ParseReaderMode(opts.Reader); err != nil {
+					return cmdutil.UsageErrorf("--reader: %v", err)
+				}
+			}
+			if _, err := parseLevel(opts.LogLevel); err != nil {
+				return cmdutil.UsageErrorf("--log-level: %v", err)
+			}
+			if _, err := producer.ParseOverrides(opts.Set); err != nil {
+				return cmdutil.UsageErrorf("--set: %v", err)
+			}
+			opts.CallbackDelaySet = cmd.Flags().Changed("callback-delay")
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			opts.Context = ctx
+			if runF != nil {
+				return runF(opts)
+			}
+			return runProduce(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.ConfigFile, "config", "", "producer .properties file")
+	fl.StringVar(&opts.Bootstrap, "bootstrap-server", "", "comma list of host:port (overrides bootstrap.servers)")
+	fl.StringArrayVar(&opts.Set, "set", nil, "key=value producer setting on top of --config (repeatable)")
+	fl.StringVar(&opts.Topic, "topic", "kdiag-repro", "topic to produce to")
+	fl.IntVar(&opts.Messages, "messages", 0, "messages to send; 0: until --duration or a signal")
+	fl.DurationVar(&opts.Interval, "interval", time.Second, "time between sends")
+	fl.StringVar(&opts.Reader, "reader", "", "poll|on-demand (overrides kdiag.reader; default poll)")
+	fl.DurationVar(&opts.CallbackDelay, "callback-delay", 0, "sleep this long in every send callback (overrides kdiag.callback.delay.ms)")
+	fl.BoolVar(&opts.ProducerPerMessage, "producer-per-message", false, "new producer for each message, never closed (the leak)")
+	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long; 0: no limit")
+	fl.StringVar(&opts.LogLevel, "log-level", "info", "stderr log level: debug|info|warn")
+	fl.BoolVar(&opts.StatsJSON, "stats-json", false, "on exit print the counters as one JSON object to stdout")
+	return cmd
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	}
+	return 0, fmt.Errorf("%q: want debug, info or warn", s)
+}
+
+// statsJSON is what --stats-json prints: the counters summed over every
+// producer, and how many producers there were.
+type statsJSON struct {
+	producer.Stats
+	Producers int `json:"producers"`
+}
+
+// config builds the producer configuration from the file and the flags.
+func (opts *ProduceOptions) config() (producer.Config, error) {
+	over, err := producer.ParseOverrides(opts.Set)
+	if err != nil {
+		return producer.Config{}, cmdutil.UsageErrorf("--set: %v", err)
+	}
+	if opts.Bootstrap != "" {
+		over["bootstrap.servers"] = opts.Bootstrap
+	}
+	if opts.Reader != "" {
+		over[producer.KeyReader] = opts.Reader
+	}
+	if opts.CallbackDelaySet {
+		over[producer.KeyCallbackDelay] = strconv.FormatInt(opts.CallbackDelay.Milliseconds(), 10)
+	}
+	cfg, err := producer.LoadConfigWith(opts.ConfigFile, over)
+	if err != nil {
+		return cfg, cmdutil.UsageErrorf("produce: %v", err)
+	}
+	if len(cfg.BootstrapServers) == 0 {
+		return cfg, cmdutil.UsageErrorf("produce: no bootstrap servers: give --bootstrap-server host:port or bootstrap.servers in --config")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, cmdutil.UsageErrorf("produce: %v", err)
+	}
+	return cfg, nil
+}
+
+func runProduce(opts *ProduceOptions) error {
+	level, err := parseLevel(opts.LogLevel)
+	if err != nil {
+		return cmdutil.UsageErrorf("--log-level: %v", err)
+	}
+	cfg, err := opts.config()
+	if err != nil {
+		return err
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if opts.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
+		defer cancel()
+	}
+	log := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+
+	var producers []*producer.Producer
+	newProducer := func() (*producer.Producer, error) {
+		p, err := producer.New(cfg, producer.WithLogger(log))
+		if err != nil {
+			return nil, &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("produce: %w", err)}
+		}
+		producers = append(producers, p)
+		return p, nil
+	}
+	var cur *producer.Producer
+	if !opts.ProducerPerMessage {
+		if cur, err = newProducer(); err != nil {
+			return err
+		}
+	}
+	log.Info(fmt.Sprintf("kdiag produce: sending to topic %s every %s (reader %s, connections.max.idle.ms %d)",
+		opts.Topic, opts.Interval, cfg.Reader, cfg.ConnectionsMaxIdle.Milliseconds()))
+
+	var notSent int
+	ticker := time.NewTicker(max(opts.Interval, time.Millisecond))
+	defer ticker.Stop()
+loop:
+	for i := 0; opts.Messages == 0 || i < opts.Messages; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				break loop
+			case <-ticker.C:
+			}
+		} else if ctx.Err() != nil {
+			break
+		}
+		if opts.ProducerPerMessage {
+			if cur, err = newProducer(); err != nil {
+				return err
+			}
+		}
+		n := i
+		rec := producer.Record{Topic: opts.Topic, Value: []byte(fmt.Sprintf("kdiag produce message %d", n))}
+		err := cur.Send(ctx, rec, func(md producer.RecordMetadata, err error) {
+			if err != nil {
+				log.Warn(fmt.Sprintf("message %d failed: %v", n, err))
+				return
+			}
+			log.Info(fmt.Sprintf("message %d delivered to %s-%d@%d", n, md.Topic, md.Partition, md.Offset))
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			notSent++
+			log.Warn(fmt.Sprintf("message %d not sent: %v", n, err))
+		}
+	}
+
+	// Close (or, for the leaked producers, only flush) within a bound, so
+	// that a dead cluster cannot keep the process alive past a signal.
+	closeCtx, cancel := context.WithTimeout(context.Background(), cfg.DeliveryTimeout+5*time.Second)
+	defer cancel()
+	stopNow, stopSig := signal.NotifyContext(closeCtx, syscall.SIGINT, syscall.SIGTERM)
+	defer stopSig()
+	if opts.ProducerPerMessage {
+		for _, p := range producers {
+			_ = p.Flush(stopNow) // never closed: the leak, until the process exits
+		}
+	} else if err := cur.Close(stopNow); err != nil {
+		log.Warn(fmt.Sprintf("close: %v", err))
+	}
+
+	var sum statsJSON
+	sum.Producers = len(producers)
+	for _, p := range producers {
+		addStats(&sum.Stats, p.Stats())
+	}
+	log.Info(fmt.Sprintf("kdiag produce: %d acked, %d failed, %d not sent; %d connections opened, %d closed by the client, %d by the broker",
+		sum.RecordsAcked, sum.RecordsFailed, notSent, sum.ConnectionsOpened, sum.ClosedByClient(), sum.PeerCloses))
+	if opts.StatsJSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		if err := enc.Encode(sum); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func addStats(dst *producer.Stats, s producer.Stats) {
+	dst.ConnectionsOpened += s.ConnectionsOpened
+	dst.ConnectionsOpen += s.ConnectionsOpen
+	dst.ConnectFailures += s.ConnectFailures
+	dst.Reconnects += s.Reconnects
+	dst.ClosedIdle += s.ClosedIdle
+	dst.ClosedOnClose += s.ClosedOnClose
+	dst.ClosedOnError += s.ClosedOnError
+	dst.PeerCloses += s.PeerCloses
+	dst.RecordsSent += s.RecordsSent
+	dst.RecordsAcked += s.RecordsAcked
+	dst.RecordsFailed += s.RecordsFailed
+	dst.MetadataRequests += s.MetadataRequests
+	dst.ProduceRequests += s.ProduceRequests
+}

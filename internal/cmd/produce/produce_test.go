@@ -1,0 +1,171 @@
+package produce
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    ProduceOptions
+		wantErr string
+	}{
+		{
+			name: "defaults",
+			want: ProduceOptions{Topic: "kdiag-repro", Interval: time.Second, LogLevel: "info"},
+		},
+		{
+			name: "all",
+			args: []string{"--config", "p.properties", "--bootstrap-server", "127.0.0.1:9092,127.0.0.1:9093",
+				"--set", "linger.ms=0", "--set", "acks=1", "--topic", "x", "--messages", "3", "--interval", "250ms",
+				"--reader", "on-demand", "--callback-delay", "2s", "--producer-per-message", "--duration", "1m",
+				"--log-level", "debug", "--stats-json"},
+			want: ProduceOptions{ConfigFile: "p.properties", Bootstrap: "127.0.0.1:9092,127.0.0.1:9093",
+				Set: []string{"linger.ms=0", "acks=1"}, Topic: "x", Messages: 3, Interval: 250 * time.Millisecond,
+				Reader: "on-demand", CallbackDelay: 2 * time.Second, CallbackDelaySet: true, ProducerPerMessage: true,
+				Duration: time.Minute, LogLevel: "debug", StatsJSON: true},
+		},
+		{name: "bad reader", args: []string{"--reader", "select"}, wantErr: `--reader: "select" is not a reader mode (want poll or on-demand)`},
+		{name: "bad set", args: []string{"--set", "linger.ms"}, wantErr: `--set: "linger.ms" is not key=value`},
+		{name: "bad level", args: []string{"--log-level", "trace"}, wantErr: `--log-level: "trace": want debug, info or warn`},
+		{name: "negative", args: []string{"--messages", "-1"}, wantErr: "must not be negative"},
+		{name: "args", args: []string{"extra"}, wantErr: "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := cmdutil.Test()
+			var got *ProduceOptions
+			cmd := NewCmdProduce(&cmdutil.Factory{IO: ios}, func(o *ProduceOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(ios.Out)
+			cmd.SetErr(ios.ErrOut)
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(ProduceOptions{}, "IO", "Context")); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "producer.properties")
+	if err := os.WriteFile(file, []byte("# test\nbootstrap.servers=127.0.0.1:1\nlinger.ms=5s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		opts    ProduceOptions
+		wantErr string
+	}{
+		{"no bootstrap", ProduceOptions{}, "no bootstrap servers: give --bootstrap-server"},
+		{"file value", ProduceOptions{ConfigFile: file}, `producer.properties:3: linger.ms: "5s" is not a number of milliseconds`},
+		{"override value", ProduceOptions{Bootstrap: "127.0.0.1:1", Set: []string{"acks=2"}}, `override: acks: "2" is not a valid acks value`},
+		{"missing file", ProduceOptions{ConfigFile: filepath.Join(dir, "nope")}, "no such file or directory"},
+		{"compression", ProduceOptions{Bootstrap: "127.0.0.1:1", Set: []string{"compression.type=brotli"}}, `compression.type: "brotli" is not a compression type`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := cmdutil.Test()
+			o := tt.opts
+			o.IO, o.Topic, o.LogLevel = ios, "t", "info"
+			err := runProduce(&o)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if code := cmdutil.ExitCode(err); code != cmdutil.ExitUsage {
+				t.Errorf("exit code %d, want %d", code, cmdutil.ExitUsage)
+			}
+		})
+	}
+}
+
+// TestEndToEnd runs `kdiag produce --messages 3 --stats-json` against kfake
+// and reads the three messages back.
+func TestEndToEnd(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(2), kfake.SeedTopics(1, "e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ios, _, out, errOut := cmdutil.Test()
+	cmd := NewCmdProduce(&cmdutil.Factory{IO: ios}, nil)
+	cmd.SetArgs([]string{"--bootstrap-server", strings.Join(c.ListenAddrs(), ","), "--topic", "e2e",
+		"--messages", "3", "--interval", "10ms", "--log-level", "debug", "--stats-json", "--set", "linger.ms=0"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	var st statsJSON
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+	}
+	if st.RecordsAcked != 3 || st.RecordsFailed != 0 || st.Producers != 1 || st.ConnectionsOpen != 0 ||
+		st.ConnectionsOpened < 3 || st.ClosedOnClose != st.ConnectionsOpened || st.MetadataRequests < 1 {
+		t.Errorf("stats: %+v", st)
+	}
+	for _, want := range []string{"Initiating connection to node", "Sending metadata request", "message 2 delivered to e2e-0@2"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("e2e"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var vals []string
+	for len(vals) < 3 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { vals = append(vals, string(r.Value)) })
+	}
+	want := []string{"kdiag produce message 0", "kdiag produce message 1", "kdiag produce message 2"}
+	if diff := cmp.Diff(want, vals); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}
+
+// TestProducerPerMessage: each message gets its own producer, none closed.
+func TestProducerPerMessage(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "leak"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ios, _, out, errOut := cmdutil.Test()
+	o := &ProduceOptions{IO: ios, Bootstrap: strings.Join(c.ListenAddrs(), ","), Topic: "leak", Messages: 3,
+		Interval: 10 * time.Millisecond, ProducerPerMessage: true, LogLevel: "info", StatsJSON: true}
+	if err := runProduce(o); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	var st statsJSON
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	// One bootstrap and one broker connection per producer, all still open.
+	if st.Producers != 3 || st.RecordsAcked != 3 || st.ClosedOnClose != 0 || st.ConnectionsOpen != 6 {
+		t.Errorf("stats: %+v", st)
+	}
+}

@@ -1,0 +1,275 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kdiag/kdiag/netstat"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestClientIdleClose: with connections.max.idle.ms=300 the producer closes
+// its idle connections itself (no CLOSE_WAIT: the client closes first), and
+// the next send reconnects.
+func TestClientIdleClose(t *testing.T) {
+	c := newCluster(t, 3, 0, kfake.SeedTopics(1, "t"))
+	p, logs := newProducer(t, c, map[string]string{"connections.max.idle.ms": "300"})
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "6 idle closes", func() bool { return p.Stats().ClosedIdle >= 6 })
+	for _, id := range []int{-1, -2, -3, 0, 1, 2} {
+		if logs.index(fmt.Sprintf("Idle connection to node %d disconnected.", id)) < 0 {
+			t.Errorf("no idle disconnect logged for node %d", id)
+		}
+	}
+	if n := countState(clientSockets(t, c), netstat.CloseWait); n != 0 {
+		t.Errorf("%d CLOSE_WAIT sockets after client idle close", n)
+	}
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("b")}); err != nil {
+		t.Fatalf("send after idle close: %v", err)
+	}
+	st := p.Stats()
+	if st.PeerCloses != 0 || st.Reconnects < 1 {
+		t.Errorf("stats: %+v (want no peer close, at least one reconnect)", st)
+	}
+}
+
+// TestBrokerIdleClosePoll: the broker closes connections idle for 300 ms;
+// with the poll reader the producer sees each FIN at once and closes, so no
+// socket stays in CLOSE_WAIT.
+func TestBrokerIdleClosePoll(t *testing.T) {
+	c := newCluster(t, 3, 300*time.Millisecond, kfake.SeedTopics(1, "t"))
+	p, logs := newProducer(t, c, map[string]string{"connections.max.idle.ms": "-1", KeyReader: "poll"})
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	// Every connection the producer opened so far is closed by the broker.
+	waitFor(t, "peer closes of the first 6 connections", func() bool { return p.Stats().PeerCloses >= 6 })
+	// Once a socket's FIN was handled, no CLOSE_WAIT remains for it. New
+	// connections (metadata after a disconnect) may be ESTABLISHED; none
+	// may wait in CLOSE_WAIT for longer than the producer takes to react.
+	waitFor(t, "no CLOSE_WAIT", func() bool { return countState(clientSockets(t, c), netstat.CloseWait) == 0 })
+	if i := logs.index("reason=peer closed (EOF)"); i < 0 || !strings.HasPrefix(logs.lines()[i], "Connection with /127.0.0.1 (channel ") {
+		t.Error("no 'Connection with ... disconnected' log with reason peer closed (EOF)")
+	}
+	if logs.index("Node 0 disconnected.") < 0 && logs.index("Node 1 disconnected.") < 0 && logs.index("Node 2 disconnected.") < 0 {
+		t.Error("no 'Node N disconnected.' for a broker")
+	}
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("b")}); err != nil {
+		t.Fatalf("send after peer close: %v", err)
+	}
+	if st := p.Stats(); st.ClosedIdle != 0 || st.Reconnects < 1 {
+		t.Errorf("stats: %+v", st)
+	}
+}
+
+// TestBrokerIdleCloseOnDemand: with the on-demand reader nothing reads an
+// idle connection, so the broker's FIN is not seen and the sockets stay in
+// CLOSE_WAIT; the next send meets the closed peer on its leader's
+// connection, closes it, reconnects and succeeds.
+func TestBrokerIdleCloseOnDemand(t *testing.T) {
+	c := newCluster(t, 3, 300*time.Millisecond, kfake.SeedTopics(1, "t"))
+	p, _ := newProducer(t, c, map[string]string{"connections.max.idle.ms": "-1", KeyReader: "on-demand"})
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	// 3 bootstrap and 3 broker connections.
+	waitFor(t, "6 connections", func() bool { return p.Stats().ConnectionsOpened >= 6 })
+	opened := p.Stats().ConnectionsOpened
+	waitFor(t, "every connection in CLOSE_WAIT", func() bool {
+		socks := clientSockets(t, c)
+		n := int64(countState(socks, netstat.CloseWait))
+		if n > opened {
+			t.Fatalf("%d CLOSE_WAIT for %d connections: %s", n, opened, describe(socks))
+		}
+		return n == opened
+	})
+	// They stay: the producer has not noticed (no peer close counted) and
+	// the sockets are still there a while later.
+	time.Sleep(500 * time.Millisecond)
+	socks := clientSockets(t, c)
+	if n := int64(countState(socks, netstat.CloseWait)); n != opened {
+		t.Fatalf("%d CLOSE_WAIT, want %d held: %s", n, opened, describe(socks))
+	}
+	if st := p.Stats(); st.PeerCloses != 0 {
+		t.Fatalf("on-demand reader saw %d peer closes while idle", st.PeerCloses)
+	}
+	before := countState(socks, netstat.CloseWait)
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("b")}); err != nil {
+		t.Fatalf("send on a CLOSE_WAIT connection did not recover: %v", err)
+	}
+	st := p.Stats()
+	if st.PeerCloses < 1 || st.Reconnects < 1 || st.RecordsAcked != 2 {
+		t.Errorf("stats after the send: %+v", st)
+	}
+	if after := countState(clientSockets(t, c), netstat.CloseWait); after >= before {
+		t.Errorf("CLOSE_WAIT %d -> %d: the send did not close the leader's connection", before, after)
+	}
+}
+
+// TestBlockedCallbackStallsClose: a callback that blocks holds the network
+// goroutine, so even the poll reader's FIN is not processed and the socket
+// stays in CLOSE_WAIT until the callback returns.
+func TestBlockedCallbackStallsClose(t *testing.T) {
+	c := newCluster(t, 1, 300*time.Millisecond, kfake.SeedTopics(1, "t"))
+	p, _ := newProducer(t, c, map[string]string{"connections.max.idle.ms": "-1", KeyReader: "poll"})
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("warm-up")}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	if err := p.Send(context.Background(), Record{Topic: "t", Value: []byte("slow")}, func(RecordMetadata, error) {
+		close(entered)
+		<-release
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	peerBefore := p.Stats().PeerCloses
+	waitFor(t, "CLOSE_WAIT while the callback blocks", func() bool {
+		return countState(clientSockets(t, c), netstat.CloseWait) >= 1
+	})
+	if st := p.Stats(); st.PeerCloses != peerBefore {
+		t.Fatalf("peer close processed while the callback blocked: %+v", st)
+	}
+	close(release)
+	waitFor(t, "the FIN processed after the callback returns", func() bool { return p.Stats().PeerCloses > peerBefore })
+	waitFor(t, "no CLOSE_WAIT", func() bool { return countState(clientSockets(t, c), netstat.CloseWait) == 0 })
+}
+
+// TestCallbackDelay: kdiag.callback.delay.ms stalls the same way.
+func TestCallbackDelay(t *testing.T) {
+	c := newCluster(t, 1, 300*time.Millisecond, kfake.SeedTopics(1, "t"))
+	p, _ := newProducer(t, c, map[string]string{"connections.max.idle.ms": "-1", KeyCallbackDelay: "3000"})
+	done := make(chan struct{})
+	if err := p.Send(context.Background(), Record{Topic: "t", Value: []byte("v")}, func(RecordMetadata, error) { close(done) }); err != nil {
+		t.Fatal(err)
+	}
+	// The connections' FINs arrive while the delay runs.
+	waitFor(t, "CLOSE_WAIT during the callback delay", func() bool {
+		return countState(clientSockets(t, c), netstat.CloseWait) >= 1
+	})
+	select {
+	case <-done:
+		t.Fatal("callback ran before its delay; the CLOSE_WAIT came from something else")
+	default:
+	}
+	if st := p.Stats(); st.PeerCloses != 0 {
+		t.Fatalf("peer close processed during the callback delay: %+v", st)
+	}
+	<-done
+	waitFor(t, "no CLOSE_WAIT after the delay", func() bool { return countState(clientSockets(t, c), netstat.CloseWait) == 0 })
+}
+
+// TestUnknownTopic: a record for a topic the metadata does not know waits,
+// the producer asks for the topic again, and the record is delivered once
+// the topic exists.
+func TestUnknownTopic(t *testing.T) {
+	c := newCluster(t, 1, 0)
+	p, logs := newProducer(t, c, map[string]string{"allow.auto.create.topics": "false", "retry.backoff.ms": "50"})
+	res := make(chan error, 1)
+	if err := p.Send(context.Background(), Record{Topic: "later", Value: []byte("v")}, func(_ RecordMetadata, err error) { res <- err }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two metadata requests naming the topic", func() bool {
+		n := 0
+		for _, l := range logs.lines() {
+			if strings.Contains(l, "name='later')], allowAutoTopicCreation=false") {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	if logs.index("later=UNKNOWN_TOPIC_OR_PARTITION") < 0 {
+		t.Error("unknown topic not reported from metadata")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "later", 2, 1
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := req.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatalf("record for the created topic: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("record not delivered after the topic was created")
+	}
+}
+
+// TestUnknownTopicTimesOut: a topic that never appears fails the record
+// after delivery.timeout.ms.
+func TestUnknownTopicTimesOut(t *testing.T) {
+	c := newCluster(t, 1, 0)
+	p, _ := newProducer(t, c, map[string]string{"allow.auto.create.topics": "false",
+		"delivery.timeout.ms": "600", "request.timeout.ms": "500", "retry.backoff.ms": "50"})
+	_, err := produceSync(t, p, Record{Topic: "never", Value: []byte("v")})
+	var te *TimeoutError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "Topic never not present in metadata after 600 ms.") {
+		t.Fatalf("err = %v, want the metadata timeout", err)
+	}
+	if st := p.Stats(); st.RecordsFailed != 1 || st.MetadataRequests < 2 {
+		t.Errorf("stats: %+v", st)
+	}
+}
+
+// TestCloseFailsPending: records still waiting when Close's flush gives up
+// fail with ErrClosed, and Close still stops everything.
+func TestCloseFailsPending(t *testing.T) {
+	c := newCluster(t, 1, 0)
+	p, _ := newProducer(t, c, map[string]string{"allow.auto.create.topics": "false"})
+	res := make(chan error, 1)
+	if err := p.Send(context.Background(), Record{Topic: "never", Value: []byte("v")}, func(_ RecordMetadata, err error) { res <- err }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := p.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close = %v, want the flush's deadline", err)
+	}
+	if err := <-res; !errors.Is(err, ErrClosed) {
+		t.Errorf("pending record: %v, want ErrClosed", err)
+	}
+	if st := p.Stats(); st.ConnectionsOpen != 0 {
+		t.Errorf("connections open after Close: %+v", st)
+	}
+}
+
+// TestAcksZero: with acks=0 there is no response; records complete once
+// written, with offset -1, and still reach the broker.
+func TestAcksZero(t *testing.T) {
+	c := newCluster(t, 1, 0, kfake.SeedTopics(1, "t"))
+	p, _ := newProducer(t, c, map[string]string{"acks": "0"})
+	md, err := produceSync(t, p, Record{Topic: "t", Value: []byte("fire-and-forget")})
+	if err != nil || md.Offset != -1 {
+		t.Fatalf("md %+v err %v", md, err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fs := cl.PollFetches(ctx)
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "fire-and-forget" {
+		t.Fatalf("read back %v (errors %v)", recs, fs.Errors())
+	}
+}

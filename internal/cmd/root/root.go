@@ -4,6 +4,7 @@ package root
 import (
 	brokercmd "github.com/kdiag/kdiag/internal/cmd/broker"
 	lintcmd "github.com/kdiag/kdiag/internal/cmd/lint"
+	producecmd "github.com/kdiag/kdiag/internal/cmd/produce"
 	rulescmd "github.com/kdiag/kdiag/internal/cmd/rules"
 	"github.com/kdiag/kdiag/internal/cmd/version"
 	"github.com/kdiag/kdiag/internal/cmdutil"
@@ -35,6 +36,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	cmd.AddCommand(brokercmd.NewCmdBroker(f, nil))
 	cmd.AddCommand(lintcmd.NewCmdLint(f, nil))
 	cmd.AddCommand(rulescmd.NewCmdRules(f, nil))
+	cmd.AddCommand(producecmd.NewCmdProduce(f, nil))
 	// Subcommands register here, one line each.
 	return cmd
 }

@@ -1,0 +1,416 @@
+package lint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/rules"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// run runs kdiag lint through runLint with buffers, as the command would
+// with the flags' defaults, changed by set.
+func run(t *testing.T, stdin string, set func(*LintOptions), args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ios, in, out, errOut := cmdutil.Test()
+	in.WriteString(stdin)
+	def := rules.DefaultOptions()
+	opts := &LintOptions{
+		IO: ios, ReadFile: os.ReadFile, ToolVersion: "v0.0.0-test",
+		Args: args, StdinName: "<stdin>", KafkaVersion: def.KafkaVersion,
+		BrokerIdleMS: def.BrokerIdleMS, FailOn: "warning", Format: "text",
+	}
+	if set != nil {
+		set(opts)
+	}
+	err := runLint(opts)
+	var ee *cmdutil.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("runLint returned %v, want nil or an *ExitError", err)
+	}
+	if ee != nil && ee.Err != nil {
+		errOut.WriteString(ee.Err.Error() + "\n")
+	}
+	return cmdutil.ExitCode(err), out.String(), errOut.String()
+}
+
+func td(name string) string { return filepath.Join("testdata", name) }
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		failOn string
+		want   int
+	}{
+		{"clean", []string{td("clean.properties")}, "warning", 0},
+		{"info below warning", []string{td("info.properties")}, "warning", 0},
+		{"info at info", []string{td("info.properties")}, "info", 1},
+		{"error at warning", []string{td("error.properties")}, "warning", 1},
+		{"error at error", []string{td("error.properties")}, "error", 1},
+		{"warning below error", []string{td("tree/conf/producer.properties")}, "error", 0},
+		{"warning at warning", []string{td("tree/conf/producer.properties")}, "warning", 1},
+		{"none never fails", []string{td("error.properties")}, "none", 0},
+		{"none with clean", []string{td("clean.properties")}, "none", 0},
+		{"FAIL-ON in capitals", []string{td("error.properties")}, "ERROR", 1},
+		{"missing file", []string{td("does-not-exist.properties")}, "warning", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", func(o *LintOptions) { o.FailOn = tt.failOn }, tt.args...)
+			if code != tt.want {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.want, out, errOut)
+			}
+		})
+	}
+}
+
+func TestCleanOutput(t *testing.T) {
+	code, out, errOut := run(t, "", nil, td("clean.properties"))
+	if code != 0 || out != "no findings in 1 file\n" || errOut != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	good := td("clean.properties")
+	tests := []struct {
+		name    string
+		set     func(*LintOptions)
+		args    []string
+		wantErr string
+	}{
+		{"no input", nil, nil, "no input"},
+		{"bad format", func(o *LintOptions) { o.Format = "xml" }, []string{good}, `unknown output format "xml"`},
+		{"bad dialect", func(o *LintOptions) { o.Dialect = "python" }, []string{good}, "--dialect"},
+		{"bad fail-on", func(o *LintOptions) { o.FailOn = "fatal" }, []string{good}, `--fail-on "fatal"`},
+		{"bad kafka version", func(o *LintOptions) { o.KafkaVersion = "2.8" }, []string{good}, "--kafka-version"},
+		{"both broker flags", func(o *LintOptions) {
+			o.BrokerConfig, o.BrokerIdleSet, o.BrokerIdleMS = td("server.properties"), true, 1000
+		}, []string{good}, "mutually exclusive"},
+		{"negative broker idle", func(o *LintOptions) { o.BrokerIdleSet, o.BrokerIdleMS = true, -5 }, []string{good}, "--broker-idle-ms -5"},
+		{"missing broker config", func(o *LintOptions) { o.BrokerConfig = td("nope.properties") }, []string{good}, "nope.properties: no such file"},
+		{"broken broker config", func(o *LintOptions) { o.BrokerConfig = td("server_broken.properties") }, []string{good}, `"5m" is not a number`},
+		{"unknown ignore", func(o *LintOptions) { o.Ignore = []string{"KD1011"} }, []string{good}, `unknown rule "KD1011", did you mean KD101?`},
+		{"stdin twice", nil, []string{"-", "-"}, "more than once"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", tt.set, tt.args...)
+			if code != cmdutil.ExitUsage {
+				t.Errorf("exit %d, want %d", code, cmdutil.ExitUsage)
+			}
+			if !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("stderr %q does not contain %q", errOut, tt.wantErr)
+			}
+			if out != "" {
+				t.Errorf("a usage error wrote output: %q", out)
+			}
+		})
+	}
+}
+
+func TestStdin(t *testing.T) {
+	yml := "spring:\n  kafka:\n    bootstrap-servers: kafka-1:9092\n    producer:\n      acks: 2\n"
+	// Named application.yml, standard input is read as Spring YAML: acks
+	// (from spring.kafka.producer.acks) is checked, at its YAML line.
+	code, out, _ := run(t, yml, func(o *LintOptions) { o.StdinName = "application.yml" }, "-")
+	if code != 1 || !strings.Contains(out, "application.yml:5:") || !strings.Contains(out, "KD308") {
+		t.Errorf("exit %d, stdout:\n%s\nwant KD308 at application.yml:5", code, out)
+	}
+	// Unnamed, a properties text on standard input is reported as <stdin>.
+	code, out, _ = run(t, "acks=all\n", nil, "-")
+	if code != 1 || !strings.HasPrefix(out, "<stdin>:1:1: error KD201") {
+		t.Errorf("exit %d, stdout:\n%s\nwant <stdin>:1:1: error KD201 (no bootstrap.servers)", code, out)
+	}
+}
+
+func TestDialectFlag(t *testing.T) {
+	// Forced to librdkafka, a file without connections.max.idle.ms gets
+	// librdkafka's idle-connection finding, which a Java file never does.
+	_, java, _ := run(t, "", nil, td("clean.properties"))
+	_, lib, _ := run(t, "", func(o *LintOptions) { o.Dialect = "librdkafka" }, td("clean.properties"))
+	if strings.Contains(java, "KD104") || !strings.Contains(lib, "KD104") {
+		t.Errorf("java:\n%s\nlibrdkafka:\n%s\nwant KD104 only with --dialect librdkafka", java, lib)
+	}
+}
+
+// paths returns the paths of the findings in json output.
+func paths(t *testing.T, out string) []string {
+	t.Helper()
+	var rep struct {
+		Findings []struct{ Path string }
+		Summary  struct{ Files int }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("json output: %v\n%s", err, out)
+	}
+	seen := map[string]bool{}
+	var ps []string
+	for _, f := range rep.Findings {
+		if !seen[f.Path] {
+			seen[f.Path] = true
+			ps = append(ps, filepath.ToSlash(f.Path))
+		}
+	}
+	return ps
+}
+
+func TestDirectoryWalk(t *testing.T) {
+	got := walk(td("tree"), func(p string, err error) { t.Errorf("walk reported %s: %v", p, err) })
+	for i := range got {
+		got[i] = filepath.ToSlash(got[i])
+	}
+	// Hidden directories, vendor and node_modules are skipped, and so is a
+	// file whose name is not a configuration file's.
+	want := []string{
+		"testdata/tree/app/application.yml",
+		"testdata/tree/conf/producer.properties",
+		"testdata/tree/nested/deeper/rdkafka.conf",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("walk (-want +got):\n%s", diff)
+	}
+
+	code, out, errOut := run(t, "", func(o *LintOptions) { o.Format = "json" }, td("tree"))
+	if code != 1 || errOut != "" {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if diff := cmp.Diff(want, paths(t, out)); diff != "" {
+		t.Errorf("files with findings (-want +got):\n%s", diff)
+	}
+}
+
+func TestEmptyDirectoryWarns(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := run(t, "", nil, dir)
+	if code != 0 || out != "no findings in 0 files\n" || !strings.Contains(errOut, "no configuration files") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestUnreadableAmongGood: an input that cannot be read is reported with
+// its path, every other input is still linted and reported, and the exit
+// status is 2.
+func TestUnreadableAmongGood(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.properties")
+	locked := filepath.Join(dir, "locked.properties")
+	for _, p := range []string{good, locked} {
+		if err := os.WriteFile(p, []byte("bootstrap.servers=kafka-1:9092\nacks=2\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A dangling symlink in a walked directory, and a file that reading
+	// refuses (chmod 000 does not stop root, so the refusal is injected).
+	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling.properties")); err != nil {
+		t.Fatal(err)
+	}
+	readFile := func(name string) ([]byte, error) {
+		if name == locked {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+		}
+		return os.ReadFile(name)
+	}
+	missing := filepath.Join(dir, "missing.yml")
+
+	code, out, errOut := run(t, "", func(o *LintOptions) { o.ReadFile = readFile; o.Format = "json" }, dir, missing)
+	if code != cmdutil.ExitUsage {
+		t.Errorf("exit %d, want %d", code, cmdutil.ExitUsage)
+	}
+	for _, want := range []string{
+		"lint: " + filepath.Join(dir, "dangling.properties") + ": no such file or directory",
+		"lint: " + locked + ": permission denied",
+		"lint: " + missing + ": no such file or directory",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, errOut)
+		}
+	}
+	if diff := cmp.Diff([]string{filepath.ToSlash(good)}, paths(t, out)); diff != "" {
+		t.Errorf("the readable file was not linted (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseErrorIsReported(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "application.yml")
+	if err := os.WriteFile(bad, []byte("spring:\n  kafka: [unclosed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "", nil, bad, td("clean.properties"))
+	// The engine may report a broken YAML as a finding (KD903) or the
+	// parser may refuse it: either way the run must not pass as clean.
+	if code == 0 {
+		t.Errorf("a broken YAML file passed: stdout %q, stderr %q", out, errOut)
+	}
+	if !strings.Contains(out+errOut, "application.yml") {
+		t.Errorf("the broken file is not named: stdout %q, stderr %q", out, errOut)
+	}
+}
+
+func TestBrokerIdle(t *testing.T) {
+	file := td("idle400k.properties")
+	tests := []struct {
+		name string
+		set  func(*LintOptions)
+		want bool // KD102 reported
+	}{
+		{"broker default 600000", nil, false},
+		{"--broker-idle-ms 300000", func(o *LintOptions) { o.BrokerIdleSet, o.BrokerIdleMS = true, 300000 }, true},
+		{"--broker-config with 300000", func(o *LintOptions) { o.BrokerConfig = td("server.properties") }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, out, errOut := run(t, "", tt.set, file)
+			if got := strings.Contains(out, "KD102"); got != tt.want {
+				t.Errorf("KD102 reported = %v, want %v\nstdout:\n%s\nstderr:\n%s", got, tt.want, out, errOut)
+			}
+		})
+	}
+}
+
+func TestIgnore(t *testing.T) {
+	code, out, _ := run(t, "", func(o *LintOptions) { o.Ignore = []string{"kd308", ""} }, td("error.properties"))
+	if code != 0 || strings.Contains(out, "KD308") {
+		t.Errorf("--ignore kd308: exit %d, stdout:\n%s", code, out)
+	}
+}
+
+func TestSecretsNeverPrinted(t *testing.T) {
+	for _, format := range []string{"text", "json", "sarif"} {
+		code, out, errOut := run(t, "", func(o *LintOptions) { o.Format = format }, td("secrets.properties"))
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1 (secrets in clear are errors)", format, code)
+		}
+		for _, secret := range []string{"jaas-pass-s3cr3t", "key-pass-hunter2", "trust-pass-0xdead"} {
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("%s output shows the secret %q:\n%s", format, secret, out)
+			}
+		}
+		if !strings.Contains(out, "KD501") || !strings.Contains(out, "KD502") {
+			t.Errorf("%s output lacks KD501/KD502:\n%s", format, out)
+		}
+	}
+}
+
+// TestGolden lints a fixed tree with the real engine in every format. If
+// a rule's wording changed on purpose, run go test ./internal/cmd/lint/ -update.
+func TestGolden(t *testing.T) {
+	for _, format := range []string{"text", "json", "sarif"} {
+		t.Run(format, func(t *testing.T) {
+			_, out, _ := run(t, "", func(o *LintOptions) { o.Format = format }, td("tree"), td("secrets.properties"))
+			path := td("lint." + format + ".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/cmd/lint/ -update)", err)
+			}
+			if diff := cmp.Diff(string(want), out); diff != "" {
+				t.Errorf("%s differs (-want +got); if intended, run go test ./internal/cmd/lint/ -update:\n%s", path, diff)
+			}
+		})
+	}
+}
+
+// TestSARIFFromEngineValidates checks what real rules produce, not only the
+// writers' fixtures, against the SARIF 2.1.0 schema.
+func TestSARIFFromEngineValidates(t *testing.T) {
+	_, out, _ := run(t, "", func(o *LintOptions) { o.Format = "sarif" }, td("tree"), td("secrets.properties"), td("error.properties"))
+	f, err := os.Open(filepath.Join("..", "..", "..", "rules", "output", "testdata", "sarif-schema-2.1.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("sarif-schema-2.1.0.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("sarif-schema-2.1.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("lint's SARIF does not validate: %v\n%s", err, out)
+	}
+}
+
+// TestFlags parses command lines through cobra with a runF that captures
+// the options.
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		cli  []string
+		want func(*LintOptions) bool
+	}{
+		{"defaults", []string{"a.properties"}, func(o *LintOptions) bool {
+			def := rules.DefaultOptions()
+			return o.Format == "text" && o.FailOn == "warning" && o.Dialect == "" && o.StdinName == "<stdin>" &&
+				o.KafkaVersion == def.KafkaVersion && o.BrokerIdleMS == def.BrokerIdleMS && !o.BrokerIdleSet &&
+				len(o.Args) == 1 && o.Args[0] == "a.properties"
+		}},
+		{"everything", []string{"-o", "sarif", "--fail-on", "error", "--dialect", "spring", "--kafka-version", "3.9",
+			"--broker-idle-ms", "300000", "--ignore", "KD101,KD203", "--ignore", "KD404", "--stdin-name", "app.yml", "-", "dir/"},
+			func(o *LintOptions) bool {
+				return o.Format == "sarif" && o.FailOn == "error" && o.Dialect == "spring" && o.KafkaVersion == "3.9" &&
+					o.BrokerIdleSet && o.BrokerIdleMS == 300000 && o.StdinName == "app.yml" &&
+					cmp.Equal(o.Ignore, []string{"KD101", "KD203", "KD404"}) && cmp.Equal(o.Args, []string{"-", "dir/"})
+			}},
+		{"broker config", []string{"--broker-config", "server.properties", "x"}, func(o *LintOptions) bool {
+			return o.BrokerConfig == "server.properties" && !o.BrokerIdleSet
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := cmdutil.Test()
+			var got *LintOptions
+			cmd := NewCmdLint(&cmdutil.Factory{IO: ios}, func(o *LintOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.cli)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if got == nil || !tt.want(got) {
+				t.Errorf("options %+v", got)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	ios, _, _, _ := cmdutil.Test()
+	cmd := NewCmdLint(&cmdutil.Factory{IO: ios}, nil)
+	if cmd.Example == "" || !strings.Contains(cmd.Long, "Exit status") {
+		t.Error("lint --help lacks an example or the exit statuses")
+	}
+	// The -o help is built from the writers' map.
+	if u := cmd.Flags().Lookup("output").Usage; !strings.Contains(u, "json|sarif|text") {
+		t.Errorf("-o usage %q", u)
+	}
+}

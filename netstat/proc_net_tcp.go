@@ -40,7 +40,8 @@ const maxReportedLines = 5
 // The sockets have no Age (HasAge false: /proc has no tcp_info), PID 0 and
 // FD -1 (unattributed), and NetNS 0 (the caller knows the namespace). For a
 // LISTEN socket RecvQ is the accept backlog and SendQ 0, whereas netlink
-// gives the backlog's limit as SendQ.
+// gives the backlog's limit as SendQ. A socket the kernel's walk reports twice
+// (see dedupSockets) is returned once.
 func ReadProcNetTCP(procRoot string, pid int, states StateSet) ([]Socket, error) {
 	dir := filepath.Join(procRoot, "net")
 	if pid != 0 {
@@ -59,7 +60,7 @@ func ReadProcNetTCP(procRoot string, pid int, states StateSet) ([]Socket, error)
 		}
 		err6 = nil
 	}
-	return socks, errors.Join(err4, err6)
+	return dedupSockets(socks), errors.Join(err4, err6)
 }
 
 // readProcNetTCP opens one /proc/net/tcp{,6} file and appends its sockets to
@@ -342,7 +343,47 @@ func (e *lineErrors) err() error {
 		b.WriteString(q)
 	}
 	if e.more > 0 {
-		fmt.Fprintf(&b, "; and %d more malformed lines", e.more)
+		fmt.Fprintf(&b, "; and %d more", e.more)
 	}
 	return fmt.Errorf("%w: %s", ErrParse, b.String())
+}
+
+// dedupSockets drops, in place, the second and later reports of one socket.
+// Neither /proc/net/tcp nor an inet_diag dump is a snapshot: both walk the
+// kernel's hash tables in pieces (one read(2), one datagram) and resume by
+// bucket and position, so a socket created or closed meanwhile in the same
+// bucket shifts the walk and an entry is reported twice (or skipped: that
+// cannot be undone here). A live socket is known by its inode (listeners
+// sharing a port through SO_REUSEPORT have one each); a socket without a file
+// (TIME_WAIT, orphans: inode 0) by its 4-tuple.
+func dedupSockets(socks []Socket) []Socket {
+	if len(socks) < 2 {
+		return socks
+	}
+	type key struct {
+		fam           Family
+		local, remote netip.AddrPort
+	}
+	inodes := make(map[uint64]struct{}, len(socks))
+	var orphans map[key]struct{}
+	out := socks[:0]
+	for _, s := range socks {
+		if s.Inode != 0 {
+			if _, dup := inodes[s.Inode]; dup {
+				continue
+			}
+			inodes[s.Inode] = struct{}{}
+		} else {
+			if orphans == nil {
+				orphans = make(map[key]struct{})
+			}
+			k := key{s.Family, s.Local, s.Remote}
+			if _, dup := orphans[k]; dup {
+				continue
+			}
+			orphans[k] = struct{}{}
+		}
+		out = append(out, s)
+	}
+	return out
 }

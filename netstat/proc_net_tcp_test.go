@@ -235,7 +235,7 @@ func TestParseProcNetTCPErrorIsBounded(t *testing.T) {
 	if n := strings.Count(err.Error(), "line "); n != maxReportedLines {
 		t.Errorf("error quotes %d lines, want %d", n, maxReportedLines)
 	}
-	if !strings.Contains(err.Error(), "and 995 more malformed lines") {
+	if !strings.Contains(err.Error(), "and 995 more") {
 		t.Errorf("error does not count the rest: %v", err)
 	}
 }
@@ -429,4 +429,21 @@ func FuzzParseProcNetTCP(f *testing.F) {
 			t.Fatalf("round trip (-first +second):\n%s", d)
 		}
 	})
+}
+
+func TestDedupSockets(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	ln1 := Socket{Family: IPv4, State: Listen, Local: ap("0.0.0.0:9092"), Remote: ap("0.0.0.0:0"), Inode: 1}
+	ln2 := ln1 // SO_REUSEPORT: same address, another socket
+	ln2.Inode = 2
+	tw := Socket{Family: IPv4, State: TimeWait, Local: ap("127.0.0.1:1"), Remote: ap("127.0.0.1:2")}
+	tw6 := tw
+	tw6.Family = IPv6
+	cw := Socket{Family: IPv4, State: CloseWait, Local: ap("127.0.0.1:3"), Remote: ap("127.0.0.1:2"), Inode: 3}
+	cwLater := cw
+	cwLater.RecvQ = 1
+	got := dedupSockets([]Socket{ln1, tw, ln2, cw, tw, ln1, cwLater, tw6})
+	if d := cmp.Diff([]Socket{ln1, tw, ln2, cw, tw6}, got, addrPortCmp); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
 }

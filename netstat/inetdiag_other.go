@@ -1,0 +1,16 @@
+//go:build !linux
+
+package netstat
+
+import "fmt"
+
+// DumpNetlink needs Linux's NETLINK_SOCK_DIAG; elsewhere it reports
+// ErrNetlinkUnavailable, and the /proc fallback has nothing to read either.
+func DumpNetlink(states StateSet) ([]Socket, error) {
+	return nil, fmt.Errorf("netstat: %w: not Linux", ErrNetlinkUnavailable)
+}
+
+// DumpNetlinkInNetNS needs Linux, as DumpNetlink does.
+func DumpNetlinkInNetNS(nsPath string, states StateSet) ([]Socket, error) {
+	return nil, fmt.Errorf("netstat: %w: not Linux", ErrNetlinkUnavailable)
+}

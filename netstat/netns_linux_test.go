@@ -1,0 +1,178 @@
+//go:build linux
+
+package netstat
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/internal/sockettest"
+)
+
+// A child in its own network namespace (unshare -n) holds CLOSE_WAIT sockets
+// on its own loopback: invisible to the test's own dumps, seen by a dump
+// inside its namespace and in its /proc/<pid>/net/tcp{,6}.
+func TestNetNSChild(t *testing.T) {
+	children := []*sockettest.Child{
+		sockettest.StartChild(t, sockettest.Spec{Network: "tcp4", Listeners: 1, CloseWait: 3, PeerData: 1, NetNS: true}),
+		sockettest.StartChild(t, sockettest.Spec{Network: "tcp6", CloseWait: 2, NetNS: true}),
+	}
+	host, err := DumpNetlink(AllStates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostProc, err := ReadProcNetTCP("/proc", 0, AllStates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostInodes := map[uint64]bool{}
+	for _, s := range append(host, hostProc...) {
+		hostInodes[s.Inode] = true
+	}
+	self, err := NetNSOf("/proc", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range children {
+		ns, err := NetNSOf("/proc", c.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ns == self {
+			t.Fatalf("child %d shares the test's namespace", c.PID)
+		}
+		inNS, err := DumpNetlinkInNetNS(c.NetNSPath(), AllStates)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc, err := ReadProcNetTCP("/proc", c.PID, AllStates)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nm, pm := byTuple(t, "netns dump", inNS), byTuple(t, "child /proc", proc)
+		for _, want := range c.Sockets() {
+			if hostInodes[want.Inode] {
+				t.Errorf("host dump sees the child's %s", want)
+			}
+			for _, src := range []struct {
+				name string
+				m    map[tuple]Socket
+			}{{"DumpNetlinkInNetNS", nm}, {"ReadProcNetTCP(child)", pm}} {
+				got, ok := src.m[testTuple(want)]
+				if !ok || got.State.String() != want.State || got.Inode != want.Inode || got.RecvQ != want.RecvQ {
+					t.Errorf("%s: child's %s reported as %+v (found %v)", src.name, want, got, ok)
+				}
+			}
+			if got := nm[testTuple(want)]; got.NetNS != ns {
+				t.Errorf("DumpNetlinkInNetNS: %s: NetNS %d, want %d", want, got.NetNS, ns)
+			}
+		}
+		// The namespace holds nothing else: a fresh one has only the child's.
+		if len(inNS) != len(proc) {
+			t.Errorf("child's namespace: netlink %d sockets, /proc %d", len(inNS), len(proc))
+		}
+
+		// The state filter applies inside the namespace too.
+		cw, err := DumpNetlinkInNetNS(c.NetNSPath(), States(CloseWait))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cw) != len(c.CloseWait) {
+			t.Errorf("CLOSE_WAIT in the child's namespace: %d, want %d", len(cw), len(c.CloseWait))
+		}
+	}
+
+	groups, notes := GroupByNetNS("/proc", []int{os.Getpid(), children[0].PID, 999999999, children[1].PID})
+	c0, _ := NetNSOf("/proc", children[0].PID)
+	c1, _ := NetNSOf("/proc", children[1].PID)
+	want := map[uint64][]int{self: {os.Getpid()}, c0: {children[0].PID}, c1: {children[1].PID}}
+	if d := cmp.Diff(want, groups); d != "" {
+		t.Errorf("GroupByNetNS (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"1 process exited before its network namespace could be read"}, notes); d != "" {
+		t.Errorf("GroupByNetNS notes (-want +got):\n%s", d)
+	}
+}
+
+// The caller's own namespace, named by path, needs no setns.
+func TestDumpNetlinkInOwnNetNS(t *testing.T) {
+	ln := sockettest.Listener(t, "tcp4")
+	socks, err := DumpNetlinkInNetNS(NetNSPath("/proc", os.Getpid()), States(Listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := byTuple(t, "own netns", socks)[testTuple(ln)]; !ok {
+		t.Errorf("listener %s not in a dump of the test's own namespace", ln)
+	}
+}
+
+func TestDumpNetlinkInNetNSErrors(t *testing.T) {
+	_, err := DumpNetlinkInNetNS("/proc/999999999/ns/net", AllStates)
+	if !errors.Is(err, ErrNetNSUnavailable) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("exited process: err = %v, want ErrNetNSUnavailable and fs.ErrNotExist", err)
+	}
+	// A file that is not a namespace: setns(2) says EINVAL.
+	_, err = DumpNetlinkInNetNS("/dev/null", AllStates)
+	if !errors.Is(err, ErrNetNSUnavailable) {
+		t.Errorf("/dev/null: err = %v, want ErrNetNSUnavailable", err)
+	}
+}
+
+func TestNetNSOfFixture(t *testing.T) {
+	root := t.TempDir()
+	for _, pid := range []string{"1", "2", "3", "self"} {
+		if err := os.MkdirAll(filepath.Join(root, pid, "ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Fixture namespaces are files: their inode stands for the namespace's.
+	// 2 shares 1's (a hard link, one inode); 3 has its own.
+	for _, f := range []string{"1", "3"} {
+		if err := os.WriteFile(filepath.Join(root, f, "ns", "net"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(root, "1", "ns", "net"), filepath.Join(root, "2", "ns", "net")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(root, "3", "ns", "net"), filepath.Join(root, "self", "ns", "net")); err != nil {
+		t.Fatal(err)
+	}
+	ino := func(pid int) uint64 {
+		n, err := NetNSOf(root, pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if ino(1) != ino(2) || ino(1) == ino(3) || ino(0) != ino(3) {
+		t.Errorf("inodes 1:%d 2:%d 3:%d self:%d; want 1 = 2 != 3 = self", ino(1), ino(2), ino(3), ino(0))
+	}
+	if _, err := NetNSOf(root, 4); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "pid 4") {
+		t.Errorf("missing pid: err = %v, want fs.ErrNotExist naming the pid", err)
+	}
+	groups, notes := GroupByNetNS(root, []int{3, 1, 4, 2, 5})
+	if d := cmp.Diff(map[uint64][]int{ino(1): {1, 2}, ino(3): {3}}, groups); d != "" {
+		t.Errorf("groups (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"2 processes exited before their network namespace could be read"}, notes); d != "" {
+		t.Errorf("notes (-want +got):\n%s", d)
+	}
+}
+
+// Another user's namespace cannot be read when not root: the pid goes under
+// key 0 with one note saying what to do.
+func TestGroupByNetNSDenied(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every namespace: run as another user to see EACCES")
+	}
+	groups, notes := GroupByNetNS("/proc", []int{1})
+	if len(groups[0]) != 1 || len(notes) != 1 || !strings.Contains(notes[0], "run as root") {
+		t.Errorf("pid 1 as non-root: groups %v notes %q", groups, notes)
+	}
+}

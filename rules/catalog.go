@@ -161,7 +161,7 @@ func parseCatalog() (*catalogData, error) {
 			Importance: r[6], Meaning: r[7]}
 		s.Sensitive = strings.Contains(s.Meaning, "SENSITIVE")
 		if m := aliasRE.FindStringSubmatch(s.Meaning); m != nil {
-			s.AliasOf = m[1]
+			s.AliasOf = strings.TrimSuffix(m[1], ".")
 		}
 		parseLibRange(&s)
 		if prev, ok := c.lib[s.Name]; ok {

@@ -209,8 +209,11 @@ func (v *fileView) javaValue(key string) (val string, e config.Entry, set, ok bo
 	return d, config.Entry{}, false, has
 }
 
-// libValue is javaValue for librdkafka, over a property's names.
+// libValue is javaValue for librdkafka, over a property's names: those
+// given and their aliases in the catalog (linger.ms and
+// queue.buffering.max.ms are one property).
 func (v *fileView) libValue(keys ...string) (val string, e config.Entry, set, ok bool) {
+	keys = withAliases(keys)
 	if e, _, found := v.getAny(keys...); found {
 		return strings.TrimSpace(e.Value), e, true, true
 	}
@@ -271,6 +274,7 @@ type directive struct {
 }
 
 var directiveRE = regexp.MustCompile(`^\s*kdiag:ignore\b(.*)$`)
+
 // ruleIDRE matches what is meant as a rule ID, also a mistyped one
 // (KD1O1), which KD902 then reports as unknown.
 var ruleIDRE = regexp.MustCompile(`^[Kk][Dd][0-9A-Za-z]{3}$`)
@@ -387,4 +391,26 @@ func scrubSecrets(f *config.File, fs []Finding) {
 			fs[i].Fix = strings.ReplaceAll(fs[i].Fix, s, Redacted)
 		}
 	}
+}
+
+// withAliases adds the librdkafka aliases of each name.
+func withAliases(keys []string) []string {
+	out := append([]string(nil), keys...)
+	has := func(k string) bool {
+		for _, x := range out {
+			if x == k {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range keys {
+		s, _ := LibrdkafkaSetting(k)
+		for _, o := range LibrdkafkaSettings() {
+			if (o.AliasOf == k || o.Name == s.AliasOf || (s.AliasOf != "" && o.AliasOf == s.AliasOf)) && !has(o.Name) {
+				out = append(out, o.Name)
+			}
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kdiag/kdiag/config"
 )
@@ -281,15 +282,16 @@ func libHint(key string) string {
 	return "Remove it: librdkafka has no such property."
 }
 
-func javaNames() []string {
+// javaNames and libNames are the names suggestions are drawn from.
+var javaNames = sync.OnceValue(func() []string {
 	var out []string
 	for _, s := range JavaSettings() {
 		out = append(out, s.Name)
 	}
 	return out
-}
+})
 
-func libNames() []string {
+var libNames = sync.OnceValue(func() []string {
 	var out []string
 	for _, s := range LibrdkafkaSettings() {
 		out = append(out, s.Name)
@@ -301,7 +303,7 @@ func libNames() []string {
 	}
 	sort.Strings(out)
 	return out
-}
+})
 
 // maxDistance is how far a key may be from a catalog name to be suggested:
 // 1 edit for names under 10 characters, 2 under 20, 3 beyond.
@@ -318,18 +320,30 @@ func maxDistance(n int) int {
 // suggest returns the nearest name within maxDistance, comparing without case
 // and treating '-' and '_' as '.' (Spring and environment-variable spellings).
 func suggest(key string, names []string) string {
-	k := normKey(key)
-	best, bestD := "", 1<<30
+	k := []rune(normKey(key))
+	limit := maxDistance(len(key))
+	best, bestD := "", limit+1
 	for _, n := range names {
-		d := damerau(k, normKey(n))
+		nr := []rune(normKey(n))
+		if abs(len(nr)-len(k)) > limit {
+			continue // the distance is at least the length difference
+		}
+		d := damerauRunes(k, nr)
 		if d < bestD || (d == bestD && n < best) {
 			best, bestD = n, d
 		}
 	}
-	if best == "" || bestD > maxDistance(len(key)) || best == key {
+	if best == key {
 		return ""
 	}
 	return best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 func normKey(s string) string {
@@ -338,29 +352,32 @@ func normKey(s string) string {
 
 // damerau is the optimal-string-alignment Damerau-Levenshtein distance:
 // insertions, deletions, substitutions and transpositions of neighbours.
-func damerau(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
+func damerau(a, b string) int { return damerauRunes([]rune(a), []rune(b)) }
+
+func damerauRunes(a, b []rune) int {
+	// Three rolling rows: the one before the previous is needed for
+	// transpositions.
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
 	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
 			cost := 1
-			if ra[i-1] == rb[j-1] {
+			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
 			}
 		}
+		prev2, prev, cur = prev, cur, prev2
 	}
-	return d[len(ra)][len(rb)]
+	return prev[len(b)]
 }
 
 var kd405 = &Rule{

@@ -105,7 +105,8 @@ func (c *Child) Stop() error {
 // its stdin closes (Stop, or cleanup) or spec.Lifetime passes. Cleanup stops
 // and reaps the child.
 //
-// The test binary's TestMain must call MaybeRunChild before m.Run.
+// The child's work is done by this package's init, so the test binary needs
+// nothing more than to import sockettest.
 func StartChild(t testing.TB, spec Spec) *Child {
 	t.Helper()
 	if spec.Network == "" {
@@ -125,8 +126,7 @@ func StartChild(t testing.TB, spec Spec) *Child {
 	if err != nil {
 		self = os.Args[0]
 	}
-	// -test.run=^$: should TestMain not call MaybeRunChild, the child runs
-	// no test and exits at once, and the error below says why.
+	// -test.run=^$: should the child somehow get past init, it runs no test.
 	args := []string{self, "-test.run=^$"}
 	if spec.NetNS {
 		if os.Geteuid() != 0 {
@@ -182,17 +182,22 @@ func StartChild(t testing.TB, spec Spec) *Child {
 		}
 	case <-c.exited:
 		c.Stop()
-		t.Fatalf("sockettest.StartChild: the child exited (%v) without describing its sockets; "+
-			"does the package's TestMain call sockettest.MaybeRunChild? stderr:\n%s", c.stopErr, stderr.String())
+		t.Fatalf("sockettest.StartChild: the child exited (%v) without describing its sockets; stderr:\n%s", c.stopErr, stderr.String())
 	case <-time.After(spec.Lifetime):
 		t.Fatalf("sockettest.StartChild: no answer from the child in %v; stderr:\n%s", spec.Lifetime, stderr.String())
 	}
 	return c
 }
 
+// init serves StartChild's child before any code of the test binary runs:
+// every binary that imports sockettest can be a child, with or without a
+// TestMain, and the child never runs a package's TestMain or its tests.
+func init() { MaybeRunChild() }
+
 // MaybeRunChild turns the process into a StartChild child when it was started
-// as one, and returns at once otherwise. Call it first thing in TestMain (or
-// in the main of a benchmark helper): as a child it never returns, it exits.
+// as one, and returns at once otherwise. The package's init already calls it,
+// so calling it again (first thing in a TestMain, say) is harmless: as a
+// child the process never gets there.
 func MaybeRunChild() {
 	js, ok := os.LookupEnv(childEnv)
 	if !ok {

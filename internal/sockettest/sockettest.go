@@ -17,13 +17,12 @@
 // no fd or inode; the kernel keeps it for 60 s whatever the test does.
 //
 // Sockets held by another process, possibly in its own network namespace, come
-// from StartChild, which re-executes the test binary; the package's TestMain
-// must call MaybeRunChild first:
+// from StartChild, which re-executes the test binary with the Spec in its
+// environment; this package's init then makes the sockets in the child before
+// any test code runs, so no TestMain is needed:
 //
-//	func TestMain(m *testing.M) {
-//		sockettest.MaybeRunChild()
-//		os.Exit(m.Run())
-//	}
+//	c := sockettest.StartChild(t, sockettest.Spec{CloseWait: 3, PeerData: 1, NetNS: true})
+//	// c.PID, c.NetNSPath(), c.CloseWait[i].FD, .Inode, .Local, .Remote
 //
 // This package must not import netstat (netstat's own tests use it), so it
 // learns socket states from TCP_INFO on the fd and, for TIME_WAIT, from a

@@ -9,11 +9,6 @@ import (
 	"testing"
 )
 
-func TestMain(m *testing.M) {
-	MaybeRunChild()
-	os.Exit(m.Run())
-}
-
 // procFields are the columns of s's line in <procRoot>/net/tcp{,6}: st,
 // rx_queue (hex) and inode, found by 4-tuple; ok is false when there is no
 // such line.

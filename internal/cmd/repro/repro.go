@@ -1,0 +1,324 @@
+// Package repro implements `kdiag repro`: run the reference producer
+// against an idle-closing broker in scenarios that do and do not leave
+// CLOSE_WAIT behind, watch the producer's sockets, and say what each shows.
+package repro
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/repro"
+	"github.com/spf13/cobra"
+)
+
+// ReproOptions are the parsed flags and dependencies of `kdiag repro`.
+type ReproOptions struct {
+	IO *cmdutil.IOStreams
+	// Context ends the run (SIGINT/SIGTERM in a real run).
+	Context context.Context
+	// Executable is the kdiag binary run as `kdiag produce`.
+	Executable string
+	// Sockets reads the producer's sockets.
+	Sockets repro.SocketSource
+	// Run runs one scenario (repro.Run; tests may replace it).
+	Run func(ctx context.Context, sc repro.Scenario, opts repro.Options, progress func(repro.Sample)) (*repro.Result, error)
+
+	Scenarios      []string
+	Bootstrap      string
+	BrokerIdle     time.Duration
+	Scale          float64
+	Duration       time.Duration
+	SampleInterval time.Duration
+	Topic          string
+	Parallel       bool
+	Verbose        bool
+	Output         string
+}
+
+var formats = []string{"table", "json"}
+
+// NewCmdRepro returns `kdiag repro`. runF, when non-nil, replaces the run.
+func NewCmdRepro(f *cmdutil.Factory, runF func(*ReproOptions) error) *cobra.Command {
+	opts := &ReproOptions{IO: f.IO, Run: repro.Run}
+	cmd := &cobra.Command{
+		Use:   "repro [SCENARIO...]",
+		Short: "Reproduce passive-close CLOSE_WAIT with the reference producer and an idle-closing broker",
+		Long: `Reproduce, in about 15 seconds, how a Kafka producer ends up with sockets in CLOSE_WAIT.
+
+Each scenario starts an embedded 3-broker Kafka cluster on 127.0.0.1 that closes
+connections idle for --broker-idle (the broker's connections.max.idle.ms), runs
+kdiag's reference producer (kdiag produce, a child process that follows the Java
+KafkaProducer's connection lifecycle) with the scenario's settings, reads the
+producer's sockets every --sample-interval, and reports what it saw: how many
+were in CLOSE_WAIT at the peak and at the end, for how long, who closed what,
+and a verdict. With no SCENARIO, all of them run, at the same time (each with
+its own broker on free ports and its own producer; --parallel=false runs them
+one after another).
+
+Scenarios:
+` + scenarioHelp() + `
+Timers are scaled: real defaults are divided by --scale (200), so the broker's
+10m idle timeout becomes 3s. Per scenario:
+` + scaleHelp() + `
+Request and delivery timeouts keep their real values.
+
+Against a real cluster (--bootstrap-server), tell kdiag its idle timeout with
+--broker-idle (default 10m); the scenario timers are derived from it, and
+--duration should be a few times it. The topic must exist or be auto-created.
+
+Exit status: 0 when every scenario showed what it is meant to, 1 when one did
+not (the verdict says what was seen), 2 for bad flags.`,
+		Example: `  # every scenario, about 15 seconds
+  kdiag repro
+
+  # one scenario, longer, with the broker's and producer's logs on stderr
+  kdiag repro passive-close --duration 30s --verbose
+
+  # as JSON, for a script
+  kdiag repro -o json | jq '.scenarios[] | {name, close_wait_peak, verdict}'
+
+  # against a real test cluster whose brokers have connections.max.idle.ms=30000
+  kdiag repro --bootstrap-server kafka-1:9092,kafka-2:9092 --broker-idle 30s --duration 2m`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if _, ok := repro.Lookup(a); !ok {
+					return cmdutil.UsageErrorf("unknown scenario %q: want one of %s", a, strings.Join(repro.Names(), ", "))
+				}
+			}
+			opts.Scenarios = args
+			if err := cmdutil.CheckFormat(opts.Output, formats); err != nil {
+				return err
+			}
+			if opts.Scale <= 0 {
+				return cmdutil.UsageErrorf("--scale must be positive (200 turns the broker's 10m idle timeout into 3s)")
+			}
+			if opts.Duration < 0 || opts.BrokerIdle < 0 {
+				return cmdutil.UsageErrorf("--duration and --broker-idle must not be negative")
+			}
+			if opts.SampleInterval < 10*time.Millisecond {
+				return cmdutil.UsageErrorf("--sample-interval must be at least 10ms")
+			}
+			if opts.BrokerIdle == 0 {
+				if opts.Bootstrap != "" {
+					if cmd.Flags().Changed("scale") {
+						return cmdutil.UsageErrorf("--scale applies to the embedded broker; with --bootstrap-server give the cluster's idle timeout with --broker-idle")
+					}
+					opts.BrokerIdle = repro.RealBrokerIdle
+				} else {
+					opts.BrokerIdle = time.Duration(float64(repro.RealBrokerIdle) / opts.Scale).Round(time.Millisecond)
+				}
+			}
+			if opts.BrokerIdle < 100*time.Millisecond {
+				return cmdutil.UsageErrorf("the broker idle timeout %s is too short to observe (at least 100ms: lower --scale)", opts.BrokerIdle)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			opts.Context = ctx
+			opts.Executable = f.Executable
+			if opts.Sockets == nil {
+				opts.Sockets = repro.ProcSource(f.ProcRoot)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRepro(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Bootstrap, "bootstrap-server", "", "a real cluster's bootstrap servers instead of the embedded broker")
+	fl.DurationVar(&opts.BrokerIdle, "broker-idle", 0, "the broker's connections.max.idle.ms (default 10m/--scale, or 10m with --bootstrap-server)")
+	fl.Float64Var(&opts.Scale, "scale", repro.DefaultScale, "divide the real timers by this for the embedded broker")
+	fl.DurationVar(&opts.Duration, "duration", 0, "how long each scenario runs (default 4x the broker idle timeout: 12s)")
+	fl.DurationVar(&opts.SampleInterval, "sample-interval", repro.DefaultSampleInterval, "time between readings of the producer's sockets")
+	fl.StringVar(&opts.Topic, "topic", repro.DefaultTopic, "topic to produce to")
+	fl.BoolVar(&opts.Parallel, "parallel", true, "run the scenarios at the same time, each with its own broker and producer (--parallel=false: one after another)")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "log the broker's accepts and closes and the producer's connection events to stderr")
+	cmdutil.FormatFlag(fl, &opts.Output, "table", formats)
+	return cmd
+}
+
+func scenarioHelp() string {
+	var b strings.Builder
+	for _, s := range repro.Catalog() {
+		fmt.Fprintf(&b, "  %-17s %s\n", s.Name, wrap(s.Shows, 60, strings.Repeat(" ", 20)))
+	}
+	return b.String()
+}
+
+func scaleHelp() string {
+	b := repro.RealBrokerIdle / repro.DefaultScale
+	var w strings.Builder
+	fmt.Fprintf(&w, "  broker connections.max.idle.ms  %s -> %s\n", repro.RealBrokerIdle, b)
+	fmt.Fprintf(&w, "  metadata.max.age.ms             %s -> %s\n", repro.RealMetadataMaxAge, repro.Scale(repro.RealMetadataMaxAge, b))
+	for _, s := range repro.Catalog() {
+		var parts []string
+		if s.ClientIdle >= 0 {
+			parts = append(parts, fmt.Sprintf("client idle %s -> %s", s.ClientIdle, repro.Scale(s.ClientIdle, b)))
+		} else {
+			parts = append(parts, "client idle -1 (never)")
+		}
+		parts = append(parts, fmt.Sprintf("a message every %s -> %s", s.Interval, repro.Scale(s.Interval, b)))
+		if s.CallbackDelay > 0 {
+			parts = append(parts, fmt.Sprintf("callback blocks %s -> %s", s.CallbackDelay, repro.Scale(s.CallbackDelay, b)))
+		}
+		fmt.Fprintf(&w, "  %-17s %s\n", s.Name, strings.Join(parts, ", "))
+	}
+	return w.String()
+}
+
+// wrap breaks s into lines of at most width runes, indenting the
+// continuation lines.
+func wrap(s string, width int, indent string) string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = word
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n"+indent)
+}
+
+func runRepro(opts *ReproOptions) error {
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var scenarios []repro.Scenario
+	if len(opts.Scenarios) == 0 {
+		scenarios = repro.Catalog()
+	}
+	for _, n := range opts.Scenarios {
+		sc, _ := repro.Lookup(n)
+		scenarios = append(scenarios, sc)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	childLevel := "info"
+	if opts.Verbose {
+		logger = slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		childLevel = "debug"
+	}
+	ro := repro.Options{
+		Executable:     opts.Executable,
+		Bootstrap:      opts.Bootstrap,
+		BrokerIdle:     opts.BrokerIdle,
+		Duration:       opts.Duration,
+		SampleInterval: opts.SampleInterval,
+		Topic:          opts.Topic,
+		Sockets:        opts.Sockets,
+		Logger:         logger,
+		ChildLogLevel:  childLevel,
+	}
+	duration := opts.Duration
+	if duration == 0 {
+		duration = 4 * opts.BrokerIdle
+	}
+
+	var prog *progress
+	if opts.Output == "table" {
+		prog = newProgress(opts.IO.Out, opts.IO.IsStdoutTTY() && !opts.Verbose, scenarios, duration)
+		where := "an embedded 3-broker cluster on 127.0.0.1"
+		if opts.Bootstrap != "" {
+			where = opts.Bootstrap
+		}
+		total := time.Duration(len(scenarios)) * duration
+		if opts.Parallel {
+			total = duration
+		}
+		fmt.Fprintf(opts.IO.Out, "kdiag repro: %s against %s, broker idle timeout %s (real 10m / %g), %s each (about %s in all).\n\n",
+			cmdutil.Plural(len(scenarios), "scenario"), where, opts.BrokerIdle, float64(repro.RealBrokerIdle)/float64(opts.BrokerIdle), duration, total.Round(time.Second))
+	}
+
+	results := make([]*repro.Result, len(scenarios))
+	errs := make([]error, len(scenarios))
+	runOne := func(i int) {
+		sc := scenarios[i]
+		if prog != nil {
+			prog.start(i)
+		}
+		var cb func(repro.Sample)
+		if prog != nil {
+			cb = func(s repro.Sample) { prog.update(i, s) }
+		}
+		results[i], errs[i] = opts.Run(ctx, sc, ro, cb)
+		if prog != nil {
+			prog.finish(i, results[i], errs[i])
+		}
+	}
+	if opts.Parallel {
+		var wg sync.WaitGroup
+		for i := range scenarios {
+			wg.Add(1)
+			go func() { defer wg.Done(); runOne(i) }()
+		}
+		wg.Wait()
+	} else {
+		for i := range scenarios {
+			if ctx.Err() != nil {
+				break
+			}
+			runOne(i)
+		}
+	}
+	if prog != nil {
+		prog.close()
+	}
+
+	var done []*repro.Result
+	var failed []string
+	for i, r := range results {
+		if errs[i] != nil {
+			failed = append(failed, errs[i].Error())
+		}
+		if r != nil {
+			done = append(done, r)
+		}
+	}
+	switch opts.Output {
+	case "json":
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			BrokerIdleMS int64           `json:"broker_idle_ms"`
+			Scenarios    []*repro.Result `json:"scenarios"`
+			Errors       []string        `json:"errors,omitempty"`
+		}{opts.BrokerIdle.Milliseconds(), done, failed}); err != nil {
+			return err
+		}
+	default:
+		writeTable(opts.IO.Out, done)
+		writeExplanations(opts.IO.Out, done)
+	}
+
+	if ctx.Err() != nil {
+		return &cmdutil.ExitError{Code: 1, Err: errors.New("repro: interrupted; the producer and the broker were stopped")}
+	}
+	if len(failed) > 0 {
+		return &cmdutil.ExitError{Code: 1, Err: errors.New(strings.Join(failed, "; "))}
+	}
+	for _, r := range done {
+		if !r.AsExpected {
+			return cmdutil.Exit(cmdutil.ExitFindings)
+		}
+	}
+	return nil
+}

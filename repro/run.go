@@ -1,0 +1,495 @@
+package repro
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/netstat"
+	"github.com/kdiag/kdiag/producer"
+)
+
+// Defaults of Options.
+const (
+	// DefaultScale divides the real timers: 10m broker idle / 200 = 3s.
+	DefaultScale = 200
+	// DefaultSampleInterval is how often the child's sockets are read.
+	DefaultSampleInterval = 200 * time.Millisecond
+	// DefaultTopic is the topic the producer writes to.
+	DefaultTopic = "kdiag-repro"
+	// StopGrace is how long the child has to close after SIGTERM before it
+	// is killed, on top of its callback delay (Close waits for the callback
+	// that is blocking).
+	StopGrace = 5 * time.Second
+)
+
+// SocketSource returns the TCP sockets process pid holds.
+type SocketSource func(ctx context.Context, pid int) ([]netstat.Socket, error)
+
+// ProcSource reads a process's sockets from <procRoot>/<pid>/net/tcp{,6}
+// and keeps those whose inode the process holds (netstat's Attributor
+// through <procRoot>/<pid>/fd). It is safe for concurrent use.
+func ProcSource(procRoot string) SocketSource {
+	var mu sync.Mutex
+	at := netstat.NewAttributor(procRoot)
+	return func(ctx context.Context, pid int) ([]netstat.Socket, error) {
+		socks, err := netstat.ReadProcNetTCP(procRoot, pid, netstat.AllStates)
+		if err != nil && len(socks) == 0 {
+			return nil, err
+		}
+		mu.Lock()
+		at.AttributeSockets(ctx, []int{pid}, socks)
+		mu.Unlock()
+		out := socks[:0]
+		for _, s := range socks {
+			if s.PID == pid {
+				out = append(out, s)
+			}
+		}
+		return out, err
+	}
+}
+
+// Options configure Run.
+type Options struct {
+	// Executable is the kdiag binary started as `kdiag produce`.
+	Executable string
+	// Bootstrap is a real cluster's bootstrap.servers; "" starts the
+	// embedded broker for each scenario.
+	Bootstrap string
+	// BrokerIdle is the broker's connections.max.idle.ms: the embedded
+	// broker's idle timeout, or what a real cluster's is. Every scenario
+	// timer is scaled by BrokerIdle/10m.
+	BrokerIdle time.Duration
+	// Duration is how long each scenario runs; 0 means 4 x BrokerIdle.
+	Duration time.Duration
+	// SampleInterval is the time between socket samples (default 200ms).
+	SampleInterval time.Duration
+	// Topic is the topic produced to (default kdiag-repro).
+	Topic string
+	// Brokers is the embedded cluster's size (default 3).
+	Brokers int
+	// Sockets reads the child's sockets.
+	Sockets SocketSource
+	// Logger receives the broker's accept/close events and the child's
+	// stderr lines (nil discards them).
+	Logger *slog.Logger
+	// ChildLogLevel is the child's --log-level (default info).
+	ChildLogLevel string
+}
+
+func (o Options) withDefaults() Options {
+	if o.BrokerIdle <= 0 {
+		o.BrokerIdle = RealBrokerIdle / DefaultScale
+	}
+	if o.Duration <= 0 {
+		o.Duration = 4 * o.BrokerIdle
+	}
+	if o.SampleInterval <= 0 {
+		o.SampleInterval = DefaultSampleInterval
+	}
+	if o.Topic == "" {
+		o.Topic = DefaultTopic
+	}
+	if o.Brokers <= 0 {
+		o.Brokers = 3
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.ChildLogLevel == "" {
+		o.ChildLogLevel = "info"
+	}
+	return o
+}
+
+// Sample is one reading of the child's sockets.
+type Sample struct {
+	// Elapsed is the time since the child started.
+	Elapsed     time.Duration `json:"-"`
+	ElapsedMS   int64         `json:"t_ms"`
+	Established int           `json:"established"`
+	CloseWait   int           `json:"close_wait"`
+	// Other counts the sockets in any other state (SYN_SENT, FIN_WAIT...,
+	// TIME_WAIT is not held by the process and not seen).
+	Other int `json:"other"`
+	// OldestCloseWait is the age of the oldest socket now in CLOSE_WAIT.
+	OldestCloseWait time.Duration `json:"-"`
+}
+
+// Result is what one scenario run showed.
+type Result struct {
+	Name  string `json:"name"`
+	Shows string `json:"shows"`
+	// Config is the producer settings (--set) the child ran with.
+	Config             map[string]string `json:"config"`
+	Reader             string            `json:"reader"`
+	ProducerPerMessage bool              `json:"producer_per_message"`
+	IntervalMS         int64             `json:"interval_ms"`
+	CallbackDelayMS    int64             `json:"callback_delay_ms"`
+	BrokerIdleMS       int64             `json:"broker_idle_ms"`
+	DurationMS         int64             `json:"duration_ms"`
+	Bootstrap          string            `json:"bootstrap"`
+	Embedded           bool              `json:"embedded_broker"`
+	ChildPID           int               `json:"child_pid"`
+
+	EstablishedPeak  int `json:"established_peak"`
+	EstablishedFinal int `json:"established_final"`
+	CloseWaitPeak    int `json:"close_wait_peak"`
+	CloseWaitFinal   int `json:"close_wait_final"`
+	// CloseWaitOldestMS is the longest any socket was seen in CLOSE_WAIT.
+	CloseWaitOldestMS int64 `json:"close_wait_oldest_ms"`
+	// CloseWaitTotal counts the distinct sockets ever seen in CLOSE_WAIT.
+	CloseWaitTotal int `json:"close_wait_total"`
+
+	// Client is the child's own count (--stats-json), nil if it gave none.
+	Client *producer.Stats `json:"client"`
+	// Broker is the embedded broker's count, nil for a real cluster.
+	Broker *broker.Stats `json:"broker"`
+
+	Expected   string   `json:"expected"`
+	AsExpected bool     `json:"as_expected"`
+	Verdict    string   `json:"verdict"`
+	Series     []Sample `json:"series"`
+	// Notes are what limited the run (sampling errors, the child's exit).
+	Notes []string `json:"notes,omitempty"`
+	// Interrupted is set when the run was stopped before Duration.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Run runs one scenario: it starts the embedded broker (unless
+// opts.Bootstrap names a real cluster), starts `kdiag produce` as a child in
+// its own process group, samples the child's sockets until opts.Duration or
+// ctx ends, then stops the child (SIGTERM, SIGKILL after StopGrace) and the
+// broker. progress, if non-nil, gets every sample as it is taken.
+//
+// An error means the scenario could not run (the broker or the child did not
+// start); what the run showed, including a child that died, is in Result.
+func Run(ctx context.Context, sc Scenario, opts Options, progress func(Sample)) (*Result, error) {
+	opts = opts.withDefaults()
+	if opts.Executable == "" {
+		return nil, errors.New("repro: no kdiag executable to run the producer with")
+	}
+	if opts.Sockets == nil {
+		return nil, errors.New("repro: no socket source")
+	}
+	b := opts.BrokerIdle
+	res := &Result{
+		Name:               sc.Name,
+		Shows:              sc.Shows,
+		Config:             sc.Settings(b),
+		Reader:             sc.Reader,
+		ProducerPerMessage: sc.ProducerPerMessage,
+		IntervalMS:         Scale(sc.Interval, b).Milliseconds(),
+		CallbackDelayMS:    Scale(sc.CallbackDelay, b).Milliseconds(),
+		BrokerIdleMS:       b.Milliseconds(),
+		DurationMS:         opts.Duration.Milliseconds(),
+		Expected:           sc.Expect.String(),
+	}
+
+	var cluster *broker.Cluster
+	bootstrap := opts.Bootstrap
+	if bootstrap == "" {
+		c, err := broker.Start(context.WithoutCancel(ctx), broker.Config{
+			Brokers: opts.Brokers,
+			// Free ports, so that a scenario never meets a broker (or a
+			// `kdiag broker`) already on 9092.
+			Ports:  make([]int, opts.Brokers),
+			Idle:   b,
+			Topics: []string{opts.Topic},
+			Logger: opts.Logger.With("scenario", sc.Name),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("repro: %s: %w", sc.Name, err)
+		}
+		defer c.Close()
+		cluster, bootstrap = c, c.BootstrapServers()
+		res.Embedded = true
+	}
+	res.Bootstrap = bootstrap
+
+	child, err := startChild(sc, opts, bootstrap, res.Config)
+	if err != nil {
+		return nil, fmt.Errorf("repro: %s: %w", sc.Name, err)
+	}
+	res.ChildPID = child.pid
+	defer child.stop() // also on panic: never leave the child behind
+
+	sampleLoop(ctx, child, opts, res, progress)
+	if ctx.Err() != nil {
+		res.Interrupted = true
+	}
+	if err := child.stop(); err != nil {
+		res.Notes = append(res.Notes, err.Error())
+	}
+	if st, err := child.stats(); err != nil {
+		res.Notes = append(res.Notes, err.Error())
+	} else {
+		res.Client = st
+	}
+	if cluster != nil {
+		st := cluster.Stats()
+		res.Broker = &st
+	}
+	judge(sc, res)
+	return res, nil
+}
+
+// sampleLoop reads the child's sockets every SampleInterval until Duration,
+// ctx's end or the child's exit, and fills res's socket figures.
+func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progress func(Sample)) {
+	type key struct{ local, remote string }
+	firstCW := map[key]time.Time{}
+	seenCW := map[key]bool{}
+	var oldest time.Duration
+	sampleErrs := 0
+
+	deadline := ch.started.Add(opts.Duration)
+	t := time.NewTicker(opts.SampleInterval)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		socks, err := opts.Sockets(ctx, ch.pid)
+		if err != nil && ctx.Err() == nil {
+			sampleErrs++
+			if sampleErrs == 1 {
+				res.Notes = append(res.Notes, "reading the producer's sockets: "+err.Error())
+			}
+		}
+		s := Sample{Elapsed: now.Sub(ch.started)}
+		s.ElapsedMS = s.Elapsed.Milliseconds()
+		live := map[key]bool{}
+		for _, so := range socks {
+			switch so.State {
+			case netstat.Established:
+				s.Established++
+			case netstat.CloseWait:
+				s.CloseWait++
+				k := key{so.Local.String(), so.Remote.String()}
+				live[k] = true
+				seenCW[k] = true
+				if _, ok := firstCW[k]; !ok {
+					firstCW[k] = now
+				}
+				age := now.Sub(firstCW[k])
+				if so.HasAge && so.Age > age {
+					age = so.Age // netlink knows when the FIN came
+				}
+				s.OldestCloseWait = max(s.OldestCloseWait, age)
+			default:
+				s.Other++
+			}
+		}
+		for k := range firstCW {
+			if !live[k] {
+				delete(firstCW, k)
+			}
+		}
+		oldest = max(oldest, s.OldestCloseWait)
+		res.Series = append(res.Series, s)
+		res.EstablishedPeak = max(res.EstablishedPeak, s.Established)
+		res.CloseWaitPeak = max(res.CloseWaitPeak, s.CloseWait)
+		res.EstablishedFinal, res.CloseWaitFinal = s.Established, s.CloseWait
+		if progress != nil {
+			progress(s)
+		}
+
+		if !now.Before(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-ch.done:
+			res.Notes = append(res.Notes, "the producer exited before the end of the run: "+ch.exitString())
+		case <-t.C:
+			continue
+		}
+		break
+	}
+	if sampleErrs > 1 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d of %d samples could not be read", sampleErrs, len(res.Series)))
+	}
+	res.CloseWaitOldestMS = oldest.Milliseconds()
+	res.CloseWaitTotal = len(seenCW)
+}
+
+// child is a running `kdiag produce`.
+type child struct {
+	cmd     *exec.Cmd
+	pid     int
+	started time.Time
+	grace   time.Duration // SIGTERM to SIGKILL
+	done    chan struct{} // closed when the process has been waited for
+	stdout  bytes.Buffer  // --stats-json
+	stderr  *tailBuffer
+	waitErr error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// startChild starts `kdiag produce` with the scenario's flags in a process
+// group of its own, so that stopping it reaches anything it started, and
+// with a parent-death signal, so that it dies with kdiag even if kdiag is
+// killed.
+func startChild(sc Scenario, opts Options, bootstrap string, settings map[string]string) (*child, error) {
+	b := opts.BrokerIdle
+	args := []string{"produce",
+		"--bootstrap-server", bootstrap,
+		"--topic", opts.Topic,
+		"--messages", "0",
+		"--interval", Scale(sc.Interval, b).String(),
+		"--reader", sc.Reader,
+		// A bound of its own, in case kdiag dies in a way the parent-death
+		// signal does not cover: the run ends it long before.
+		"--duration", (opts.Duration + time.Minute).String(),
+		"--log-level", opts.ChildLogLevel,
+		"--stats-json",
+	}
+	if sc.CallbackDelay > 0 {
+		args = append(args, "--callback-delay", Scale(sc.CallbackDelay, b).String())
+	}
+	if sc.ProducerPerMessage {
+		args = append(args, "--producer-per-message")
+	}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		args = append(args, "--set", k+"="+settings[k])
+	}
+
+	ch := &child{grace: StopGrace + Scale(sc.CallbackDelay, b), done: make(chan struct{}), stderr: newTailBuffer(opts.Logger.With("scenario", sc.Name, "source", "producer"))}
+	cmd := exec.Command(opts.Executable, args...)
+	cmd.Stdout = &ch.stdout
+	cmd.Stderr = ch.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the producer (%s produce): %w", opts.Executable, err)
+	}
+	ch.cmd, ch.pid, ch.started = cmd, cmd.Process.Pid, time.Now()
+	go func() {
+		ch.waitErr = cmd.Wait()
+		close(ch.done)
+	}()
+	return ch, nil
+}
+
+// stop ends the child: SIGTERM to its process group (it closes its
+// producers and prints its stats), SIGKILL after StopGrace. It is safe to
+// call more than once.
+func (c *child) stop() error {
+	c.stopOnce.Do(func() {
+		select {
+		case <-c.done:
+		default:
+			_ = syscall.Kill(-c.pid, syscall.SIGTERM)
+			select {
+			case <-c.done:
+			case <-time.After(c.grace):
+				_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+				<-c.done
+				c.stopErr = fmt.Errorf("the producer did not exit within %s of SIGTERM and was killed", c.grace)
+				return
+			}
+		}
+		// Anything the child left in its group goes too.
+		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+		if c.waitErr != nil {
+			c.stopErr = fmt.Errorf("the producer exited with %v; its last words: %s", c.waitErr, c.stderr.Tail())
+		}
+	})
+	return c.stopErr
+}
+
+func (c *child) exitString() string {
+	<-c.done
+	if c.waitErr == nil {
+		return "exit status 0; its last words: " + c.stderr.Tail()
+	}
+	return c.waitErr.Error() + "; its last words: " + c.stderr.Tail()
+}
+
+// stats parses the child's --stats-json output: the last JSON object line.
+func (c *child) stats() (*producer.Stats, error) {
+	<-c.done
+	lines := strings.Split(strings.TrimSpace(c.stdout.String()), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(l, "{") {
+			continue
+		}
+		var st producer.Stats
+		if err := json.Unmarshal([]byte(l), &st); err != nil {
+			return nil, fmt.Errorf("the producer's --stats-json output: %w: %q", err, l)
+		}
+		return &st, nil
+	}
+	return nil, errors.New("the producer printed no --stats-json object")
+}
+
+// tailBuffer keeps the last lines a child wrote to stderr and passes every
+// line to a logger.
+type tailBuffer struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	log     *slog.Logger
+}
+
+const tailLines = 5
+
+func newTailBuffer(l *slog.Logger) *tailBuffer { return &tailBuffer{log: l} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, p...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(t.partial[:i])
+		t.partial = t.partial[i+1:]
+		t.log.Debug(line)
+		t.lines = append(t.lines, line)
+		if len(t.lines) > tailLines {
+			t.lines = t.lines[1:]
+		}
+	}
+	return len(p), nil
+}
+
+// Tail returns the last lines, joined with " | ".
+func (t *tailBuffer) Tail() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	all := append([]string(nil), t.lines...)
+	if len(t.partial) > 0 {
+		all = append(all, string(t.partial))
+	}
+	if len(all) == 0 {
+		return "(nothing on stderr)"
+	}
+	return strings.Join(all, " | ")
+}
+
+// secs writes a duration in ms as seconds, to 0.1s, for verdicts: "7s", "2.5s".
+func secs(ms int64) string {
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + "s"
+}

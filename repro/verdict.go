@@ -1,0 +1,90 @@
+package repro
+
+import (
+	"fmt"
+	"time"
+)
+
+// judge writes res.Verdict from what was observed and checks it against what
+// the scenario is meant to show (res.AsExpected).
+func judge(sc Scenario, res *Result) {
+	brokerIdleCloses, clientIdleCloses := -1, -1
+	if res.Broker != nil {
+		brokerIdleCloses = res.Broker.ClosedIdle
+	}
+	if res.Client != nil {
+		clientIdleCloses = int(res.Client.ClosedIdle)
+	}
+	grew, from, to := growth(res.Series)
+
+	switch {
+	case res.CloseWaitFinal > 0 && sc.Expect == ExpectGrowth && grew:
+		res.Verdict = fmt.Sprintf("CLOSE_WAIT growing: %d sockets at the end, oldest %s; connections grew from %d in the first third of the run to %d — %s",
+			res.CloseWaitFinal, secs(res.CloseWaitOldestMS), from, to, sc.Cause)
+	case res.CloseWaitFinal > 0:
+		res.Verdict = fmt.Sprintf("CLOSE_WAIT held: %d sockets, oldest %s — %s",
+			res.CloseWaitFinal, secs(res.CloseWaitOldestMS), sc.Cause)
+	case res.CloseWaitPeak > 0:
+		res.Verdict = fmt.Sprintf("CLOSE_WAIT came and went: up to %d sockets, the longest for %s — %s",
+			res.CloseWaitPeak, secs(res.CloseWaitOldestMS), sc.Cause)
+	default:
+		res.Verdict = "OK: no CLOSE_WAIT"
+		switch {
+		case brokerIdleCloses > 0:
+			res.Verdict += fmt.Sprintf(" — the broker closed %s and the client closed its end at once",
+				plural(brokerIdleCloses, "idle connection"))
+		case clientIdleCloses > 0:
+			res.Verdict += fmt.Sprintf(" — the client closed %s before the broker's %s idle timeout",
+				plural(clientIdleCloses, "idle connection"), time.Duration(res.BrokerIdleMS)*time.Millisecond)
+		}
+	}
+	if res.Interrupted {
+		res.Verdict = "interrupted: " + res.Verdict
+	}
+
+	ok := false
+	switch sc.Expect {
+	case ExpectNoCloseWait:
+		ok = res.CloseWaitPeak == 0 && clientIdleCloses != 0
+	case ExpectBrokerClosesClientFollows:
+		peerCloses := brokerIdleCloses
+		if peerCloses < 0 && res.Client != nil {
+			peerCloses = int(res.Client.PeerCloses)
+		}
+		ok = res.CloseWaitFinal == 0 && peerCloses > 0
+	case ExpectHeld:
+		ok = res.CloseWaitFinal > 0
+	case ExpectGrowth:
+		ok = res.CloseWaitFinal > 0 && grew
+	case ExpectWhileBlocked:
+		ok = res.CloseWaitPeak > 0
+	}
+	res.AsExpected = ok && !res.Interrupted
+}
+
+// growth compares the connections held (ESTABLISHED + CLOSE_WAIT) in the
+// first and last thirds of the run: grew when the last third's lowest count
+// is above the first third's highest. from is that highest, to the final
+// count.
+func growth(series []Sample) (grew bool, from, to int) {
+	if len(series) < 6 {
+		return false, 0, 0
+	}
+	third := len(series) / 3
+	held := func(s Sample) int { return s.Established + s.CloseWait }
+	firstMax, lastMin := 0, int(^uint(0)>>1)
+	for _, s := range series[:third] {
+		firstMax = max(firstMax, held(s))
+	}
+	for _, s := range series[len(series)-third:] {
+		lastMin = min(lastMin, held(s))
+	}
+	return lastMin > firstMax, firstMax, held(series[len(series)-1])
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

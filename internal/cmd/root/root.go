@@ -5,6 +5,7 @@ import (
 	brokercmd "github.com/kdiag/kdiag/internal/cmd/broker"
 	lintcmd "github.com/kdiag/kdiag/internal/cmd/lint"
 	producecmd "github.com/kdiag/kdiag/internal/cmd/produce"
+	reprocmd "github.com/kdiag/kdiag/internal/cmd/repro"
 	rulescmd "github.com/kdiag/kdiag/internal/cmd/rules"
 	"github.com/kdiag/kdiag/internal/cmd/version"
 	"github.com/kdiag/kdiag/internal/cmdutil"
@@ -37,6 +38,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	cmd.AddCommand(lintcmd.NewCmdLint(f, nil))
 	cmd.AddCommand(rulescmd.NewCmdRules(f, nil))
 	cmd.AddCommand(producecmd.NewCmdProduce(f, nil))
+	cmd.AddCommand(reprocmd.NewCmdRepro(f, nil))
 	// Subcommands register here, one line each.
 	return cmd
 }

@@ -90,8 +90,9 @@ type Finding struct {
 
 // Options are the settings a lint run applies to every file.
 type Options struct {
-	// KafkaVersion selects version-dependent defaults and checks: "3.9" or
-	// "4.0" and later ("4.x"); default "4.x".
+	// KafkaVersion selects version-dependent defaults and checks: "3.9",
+	// "4.0", "4.1", or "4.x" (the newest the catalog knows, 4.1); see
+	// ParseVersion. "" means DefaultKafkaVersion, "4.1".
 	KafkaVersion string
 	// BrokerIdleMS is the broker's connections.max.idle.ms (default 600000,
 	// or from --broker-config / --broker-idle-ms).

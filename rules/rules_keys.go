@@ -231,8 +231,11 @@ var kd404 = &Rule{
 				checkLibUnknown(p, e)
 				continue
 			}
-			if s, ok := JavaSetting(e.Key); ok {
-				_ = s
+			if v.dialect == config.Spring && strings.HasPrefix(e.Key, "spring.") {
+				checkSpringUnknown(p, e)
+				continue
+			}
+			if _, ok := JavaSetting(e.Key); ok {
 				continue // KD407, KD408 handle version availability
 			}
 			if IsConsumerOnlyKey(e.Key) || IsBrokerOnlyKey(e.Key) || hasAnyPrefix(e.Key, passThroughPrefixes) {
@@ -256,6 +259,52 @@ var kd404 = &Rule{
 			p.reportKey(e, 0, fmt.Sprintf("%s is not a producer config: the producer ignores it", name(e)), "")
 		}
 	},
+}
+
+// springTypedNames are the typed settings of Spring Boot's
+// KafkaProperties.Producer (and the shared ones under spring.kafka.), in
+// their canonical kebab-case form.
+var springTypedNames = []string{"acks", "batch-size", "bootstrap-servers", "buffer-memory", "client-id",
+	"compression-type", "key-serializer", "value-serializer", "retries", "transaction-id-prefix",
+	"properties", "security.protocol", "ssl.key-password", "ssl.key-store-location", "ssl.key-store-password",
+	"ssl.key-store-type", "ssl.trust-store-location", "ssl.trust-store-password", "ssl.trust-store-type",
+	"ssl.protocol", "ssl.bundle"}
+
+// checkSpringUnknown reports a spring.kafka.* key the parser could not map to
+// a producer config (config maps such keys to themselves): a misspelt typed
+// setting, or a producer config Spring has no typed setting for.
+func checkSpringUnknown(p *Pass, e config.Entry) {
+	prefix := "spring.kafka.producer."
+	if !strings.HasPrefix(e.Key, prefix) {
+		prefix = "spring.kafka."
+	}
+	rest := strings.TrimPrefix(e.Key, prefix)
+	if rest == e.Key {
+		return // not under spring.kafka: not the producer's business
+	}
+	// A producer config written as a typed setting (linger-ms): Spring
+	// has no such typed setting, and the properties map is the way.
+	asJava := strings.ReplaceAll(strings.ToLower(rest), "-", ".")
+	if _, ok := JavaSetting(asJava); ok {
+		p.reportKey(e, 0, fmt.Sprintf("%s is not a Spring Boot setting: Spring has no typed setting for %s, so the producer never sees it", e.RawKey, asJava),
+			fmt.Sprintf("Write spring.kafka.producer.properties.%s instead.", asJava))
+		return
+	}
+	var cands []string
+	for _, n := range springTypedNames {
+		cands = append(cands, prefix+n)
+	}
+	if sug := suggest(e.Key, cands); sug != "" {
+		p.reportKey(e, 0, fmt.Sprintf("%s is not a Spring Boot Kafka setting: did you mean %s? Spring ignores it", e.RawKey, sug),
+			fmt.Sprintf("Rename it to %s.", sug))
+		return
+	}
+	if sug := suggest(asJava, javaNames()); sug != "" {
+		p.reportKey(e, 0, fmt.Sprintf("%s is not a Spring Boot Kafka setting: for the producer config %s write spring.kafka.producer.properties.%s", e.RawKey, sug, sug),
+			fmt.Sprintf("Write spring.kafka.producer.properties.%s instead.", sug))
+		return
+	}
+	p.reportKey(e, 0, fmt.Sprintf("%s is not a Spring Boot Kafka producer setting: Spring ignores it", e.RawKey), "")
 }
 
 func checkLibUnknown(p *Pass, e config.Entry) {

@@ -2,7 +2,7 @@
 // rules explain ID`, and generates docs/rules.md from the same catalog.
 package rules
 
-//go:generate go run ./gendocs -out ../../../docs/rules.md
+//go:generate go run ./gendocs -out ../../../docs/rules.md -testdata ../../../rules/testdata
 
 import (
 	"bytes"
@@ -27,9 +27,6 @@ type RulesOptions struct {
 	// Catalog returns the rules to show; rules.All unless a test says.
 	Catalog func() []*rules.Rule
 	Format  string
-	// Markdown writes docs/rules.md instead of the list (hidden flag; the
-	// generator behind go generate calls Markdown directly).
-	Markdown bool
 }
 
 // ExplainOptions are kdiag rules explain's.
@@ -74,8 +71,6 @@ holds them all, generated from the same catalog.`,
 		},
 	}
 	cmdutil.FormatFlag(cmd.Flags(), &opts.Format, "table", cmdutil.Keys(listWriters))
-	cmd.Flags().BoolVar(&opts.Markdown, "markdown", false, "write docs/rules.md's content")
-	_ = cmd.Flags().MarkHidden("markdown")
 	cmd.AddCommand(NewCmdExplain(f, nil))
 	return cmd
 }
@@ -107,9 +102,6 @@ how to fix it, and the source of the fact it rests on. IDs are case-insensitive.
 
 func runRules(opts *RulesOptions) error {
 	cat := opts.Catalog()
-	if opts.Markdown {
-		return Markdown(opts.IO.Out, cat)
-	}
 	if err := cmdutil.CheckFormat(opts.Format, cmdutil.Keys(listWriters)); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/config"
@@ -183,11 +184,24 @@ func TestMarkdownShape(t *testing.T) {
 		{ID: "KD101", Title: "a | b", Severity: rules.Warning, Category: "connection", Rationale: "why", Remediation: "fix", Source: "src"},
 		{ID: "KD201", Title: "t2", Severity: rules.Info, Category: "bootstrap", Dialects: []config.Dialect{config.Librdkafka}},
 	}
+	examples := fstest.MapFS{
+		"KD101/good.properties":  {Data: []byte("connections.max.idle.ms=300000\n")},
+		"KD101/application.yml":  {Data: []byte("x: -1  # want KD101\n")},
+		"KD101/bad-x.properties": {Data: []byte("connections.max.idle.ms=-1  # want KD101\n")},
+		"KD201/other.properties": {Data: []byte("# nothing expected here\n")},
+	}
 	var b bytes.Buffer
-	if err := Markdown(&b, cat); err != nil {
+	if err := Markdown(&b, cat, examples); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()
+	// KD101's example is its bad* case; KD201 has none that expects it.
+	if want := "Example (`rules/testdata/KD101/bad-x.properties`):\n\n```properties\nconnections.max.idle.ms=-1  # want KD101\n```\n"; !strings.Contains(s, want) {
+		t.Errorf("markdown lacks KD101's example %q:\n%s", want, s)
+	}
+	if strings.Contains(s, "KD201/other.properties") {
+		t.Errorf("KD201 shows a case that does not expect it:\n%s", s)
+	}
 	for _, want := range []string{
 		"| [KD101](#kd101) | warning | connection | a \\| b |",
 		"## Connection lifecycle",
@@ -211,7 +225,7 @@ func TestDocsUpToDate(t *testing.T) {
 		t.Fatalf("%v: run go generate ./internal/cmd/rules/ to create it", err)
 	}
 	var b bytes.Buffer
-	if err := Markdown(&b, rules.All()); err != nil {
+	if err := Markdown(&b, rules.All(), os.DirFS(filepath.Join("..", "..", "..", filepath.FromSlash(TestdataPath)))); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(committed), b.String()); diff != "" {

@@ -16,9 +16,10 @@ import (
 
 func main() {
 	out := flag.String("out", "docs/rules.md", "file to write")
+	testdata := flag.String("testdata", "rules/testdata", "the rules' testdata folder, for the examples")
 	flag.Parse()
 	var buf bytes.Buffer
-	if err := rulescmd.Markdown(&buf, rules.All()); err != nil {
+	if err := rulescmd.Markdown(&buf, rules.All(), os.DirFS(*testdata)); err != nil {
 		fmt.Fprintln(os.Stderr, "gendocs:", err)
 		os.Exit(1)
 	}

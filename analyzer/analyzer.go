@@ -146,11 +146,17 @@ type CloseWaitSocket struct {
 	HasAge bool          `json:"has_age"`
 }
 
-// Since is the best estimate of when the socket entered CLOSE_WAIT: the FIN's
-// arrival from tcp_info when known, else the first sample that saw it.
+// Since is the best estimate of when the socket entered CLOSE_WAIT: the
+// earlier of the first sample that saw it and the FIN's arrival by tcp_info.
+// tcp_info's age is a lower bound: it is the time since anything was last
+// received, and keepalive probes' ACKs reset it (Go dials with a 15 s
+// keepalive, Java's socket.keepalive is opt-in), so a socket seen for longer
+// than its age is older than the age says.
 func (c CloseWaitSocket) Since() time.Time {
 	if c.HasAge {
-		return c.LastSeen.Add(-c.Age)
+		if fin := c.LastSeen.Add(-c.Age); fin.Before(c.FirstSeen) {
+			return fin
+		}
 	}
 	return c.FirstSeen
 }

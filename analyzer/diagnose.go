@@ -106,12 +106,12 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, opts Options) (Finding, boo
 		return Finding{}, false
 	}
 	f.Details = append(f.Details, processLine(p))
-	if line := remotesLine(p); line != "" {
+	if line := remotesLine(p, true); line != "" {
 		f.Details = append(f.Details, line)
 	}
 	if hasOld {
 		src := "first seen by this watch"
-		if oldest.HasAge {
+		if oldest.HasAge && oldest.LastSeen.Add(-oldest.Age).Before(oldest.FirstSeen) {
 			src = "tcp_info: time since the FIN"
 		}
 		f.Details = append(f.Details, fmt.Sprintf("Since: the oldest CLOSE_WAIT socket (%s → %s) has waited since %s, %s before the last sample (%s).",
@@ -140,7 +140,7 @@ func connLeakFinding(a *Analysis, p *ProcessSeries) (Finding, bool) {
 	f.Summary = fmt.Sprintf("ESTABLISHED connections growing in %s (%s): %d → %d in %s, %s",
 		p.Name(), p.Key, tr.First, tr.Last, roundDur(tr.Span), rate(tr.PerMinute))
 	f.Details = append(f.Details, processLine(p))
-	if line := remotesLine(p); line != "" {
+	if line := remotesLine(p, false); line != "" {
 		f.Details = append(f.Details, line)
 	}
 	f.Details = append(f.Details, fmt.Sprintf("Local ports: %d distinct local ports over the window for %d connections held at the end.",
@@ -191,7 +191,7 @@ func truncate(s string, n int) string {
 }
 
 // remotesLine names where the CLOSE_WAIT sockets point, brokers first.
-func remotesLine(p *ProcessSeries) string {
+func remotesLine(p *ProcessSeries, closeWaitOnly bool) string {
 	type rc struct {
 		name   string
 		broker bool
@@ -203,7 +203,7 @@ func remotesLine(p *ProcessSeries) string {
 		if n := len(r.Points); n > 0 {
 			last = r.Points[n-1].Counts
 		}
-		if last.Get(netstat.CloseWait) == 0 && last.Get(netstat.Established) == 0 {
+		if last.Get(netstat.CloseWait) == 0 && (closeWaitOnly || last.Get(netstat.Established) == 0) {
 			continue
 		}
 		list = append(list, rc{r.Name(), r.Broker, last.Get(netstat.CloseWait), last.Get(netstat.Established)})
@@ -311,6 +311,11 @@ func closeWaitCauses(p *ProcessSeries) []Cause {
 	notClosed := Cause{Text: "The application read the EOF and dropped the connection without close(): producers (or their connections) created and never closed. " +
 		"Create one producer per application and call close() when done."}
 	jvm := strings.Contains(p.Process.Cmdline, "java") || strings.Contains(p.Process.Kafka, "kafka-clients") || p.Process.Name == "java"
+	if strings.Contains(p.Process.Kafka, "librdkafka") {
+		// librdkafka's idle close is off by default (0), and KD104 checks
+		// whether keepalive is off too.
+		idle.Rules = []string{"KD104", "KD102"}
+	}
 	var out []Cause
 	switch {
 	case read > unread:

@@ -290,7 +290,7 @@ func (t *Tracker) Analysis() *Analysis {
 			p.FirstSeen = ps.firstSeen
 		}
 		p.CloseWait = t.fit(p.Points, netstat.CloseWait, time.Time{})
-		p.CloseWaitRecent = t.fit(p.Points, netstat.CloseWait, a.End.Add(-t.opts.Recent))
+		p.CloseWaitRecent = t.fitRecent(p.Points, a.End)
 		p.Established = t.fit(p.Points, netstat.Established, time.Time{})
 		for rk, rs := range ps.remotes {
 			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
@@ -349,6 +349,17 @@ func (t *Tracker) points(c []Counts, first int) []Point {
 		}
 	}
 	return out
+}
+
+// fitRecent fits CLOSE_WAIT over the trailing Options.Recent. The recent
+// window needs only half its length covered (MinDuration capped at Recent/2),
+// or a short Recent could never give a verdict.
+func (t *Tracker) fitRecent(p []Point, end time.Time) Trend {
+	o := t.opts
+	o.MinDuration = min(o.MinDuration, o.Recent/2)
+	sub := *t
+	sub.opts = o
+	return sub.fit(p, netstat.CloseWait, end.Add(-o.Recent))
 }
 
 // fit fits one state's counts over the points at or after from.

@@ -1,0 +1,173 @@
+// Package report renders an analyzer.Analysis for people: a self-contained
+// HTML page (summary, findings, an inline SVG chart of CLOSE_WAIT and
+// ESTABLISHED over time per process; no external asset), Markdown to paste
+// into a ticket, and the plain text `kdiag watch` prints on exit.
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/kdiag/kdiag/analyzer"
+	"github.com/kdiag/kdiag/netstat"
+)
+
+// Input is what a report is made of.
+type Input struct {
+	// Origin says where the data comes from: "recording watch.jsonl" or
+	// "kdiag watch".
+	Origin   string
+	Analysis *analyzer.Analysis
+	// Notes are remarks about the input itself (a recording's cut last
+	// line), shown with the scans' notes.
+	Notes []string
+}
+
+// Formats are the report writers by -o name.
+var Formats = map[string]func(io.Writer, Input) error{
+	"html":     HTML,
+	"markdown": Markdown,
+}
+
+// maxCharts bounds the processes charted (most CLOSE_WAIT first): a report
+// is read by a person, and the table lists the rest.
+const maxCharts = 8
+
+// Text writes the findings as plain text, what `kdiag watch` prints on exit.
+func Text(w io.Writer, a *analyzer.Analysis) error {
+	ew := &errWriter{w: w}
+	ew.printf("%s over %s (%s, %s to %s)\n", plural(a.Samples, "sample"), roundDur(a.End.Sub(a.Start)),
+		strings.Join(a.Sources, "+"), a.Start.UTC().Format(time.RFC3339), a.End.UTC().Format(time.RFC3339))
+	if len(a.Findings) == 0 {
+		ew.printf("No finding: %s\n", noFindingLine(a))
+	}
+	for i, f := range a.Findings {
+		ew.printf("\n%d. [%s] %s\n", i+1, strings.ToUpper(f.Severity.String()), f.Summary)
+		for _, d := range f.Details {
+			ew.printf("   %s\n", d)
+		}
+		if len(f.Causes) > 0 {
+			ew.printf("   Likely causes:\n")
+			for _, c := range f.Causes {
+				ew.printf("   - %s%s\n", c.Text, rulesSuffix(c.Rules))
+			}
+		}
+	}
+	for _, n := range a.Notes {
+		ew.printf("note: %s (%s)\n", n.Text, plural(n.Count, "scan"))
+	}
+	return ew.err
+}
+
+func noFindingLine(a *analyzer.Analysis) string {
+	cw := 0
+	for _, p := range a.Processes {
+		cw += p.CloseWait.Last
+	}
+	if cw == 0 {
+		return "no CLOSE_WAIT socket at the last sample."
+	}
+	return fmt.Sprintf("%s at the last sample, none growing or older than the stuck threshold.", plural(cw, "CLOSE_WAIT socket"))
+}
+
+func rulesSuffix(r []string) string {
+	if len(r) == 0 {
+		return ""
+	}
+	return " [kdiag lint: " + strings.Join(r, ", ") + "]"
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute)
+	case d >= 10*time.Second:
+		return d.Round(time.Second)
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+// row is one process as the tables show it.
+type row struct {
+	PID, Name, User, Kafka string
+	CWFirst, CWLast, CWMax int
+	Verdict, Recent, Rate  string
+	Oldest                 string
+	Est                    int
+	TopRemote              string
+	Spark                  string
+	Charted                bool
+	ChartID                string
+}
+
+func rows(a *analyzer.Analysis) []row {
+	var out []row
+	for i, p := range a.Processes {
+		r := row{
+			PID: fmt.Sprint(p.Key.PID), Name: p.Name(), User: p.Process.User, Kafka: p.Process.Kafka,
+			CWFirst: p.CloseWait.First, CWLast: p.CloseWait.Last, CWMax: p.CloseWait.Max,
+			Verdict: p.CloseWait.Verdict.String(), Recent: p.CloseWaitRecent.Verdict.String(),
+			Rate: fmt.Sprintf("%+.1f", p.CloseWait.PerMinute), Oldest: "-",
+			Est: p.Established.Last, Spark: sparkline(p.Points, netstat.CloseWait, 40),
+			ChartID: fmt.Sprintf("chart-%d", i),
+		}
+		if o, ok := p.OldestCloseWait(); ok {
+			r.Oldest = roundDur(o.AgeAt(a.End)).String()
+		}
+		for _, rem := range p.Remotes {
+			if n := len(rem.Points); n > 0 && rem.Points[n-1].Counts.Total() > 0 {
+				r.TopRemote = rem.Name()
+				break
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// sparkline draws a state's counts as block characters, at most width wide
+// (each character the max of its bucket, so a spike is never averaged out).
+func sparkline(pts []analyzer.Point, s netstat.State, width int) string {
+	if len(pts) == 0 {
+		return ""
+	}
+	n := min(width, len(pts))
+	vals := make([]int, n)
+	peak := 0
+	for i, p := range pts {
+		b := i * n / len(pts)
+		vals[b] = max(vals[b], p.Counts.Get(s))
+		peak = max(peak, vals[b])
+	}
+	blocks := []rune("▁▂▃▄▅▆▇█")
+	var sb strings.Builder
+	for _, v := range vals {
+		i := 0
+		if peak > 0 {
+			i = int(math.Round(float64(v) / float64(peak) * float64(len(blocks)-1)))
+		}
+		sb.WriteRune(blocks[i])
+	}
+	return sb.String()
+}

@@ -190,7 +190,7 @@ func ParseSpringYAML(name string, data []byte) (*File, error) {
 			f.Problems = append(f.Problems, Problem{Pos: p, Msg: "YAML syntax error, the rest of the file is not read: " + msg})
 			break
 		}
-		w := &yamlWalker{m: m, doc: doc}
+		w := &yamlWalker{m: m, doc: doc, budget: yamlNodeBudget}
 		w.walk(&n, nil, "", Pos{}, nil, 0)
 	}
 	m.finish()
@@ -269,7 +269,22 @@ func yamlParserProblem(msg string) bool {
 type yamlWalker struct {
 	m   *springMapper
 	doc int
+	// budget bounds the nodes visited: aliases of aliases expand
+	// exponentially (a "billion laughs" document), and yaml.v3's Node API
+	// does not expand them, the walk does.
+	budget int
+	spent  bool
+	// aliases counts aliases to collections, which SnakeYAML limits.
+	aliases int
 }
+
+// yamlNodeBudget is far above any real configuration file.
+const yamlNodeBudget = 1 << 16
+
+// snakeMaxAliases is SnakeYAML's LoaderOptions.maxAliasesForCollections
+// default: Spring fails to load a document with more aliases to
+// collections than that.
+const snakeMaxAliases = 50
 
 // yamlComments finds the comments of a YAML text, for suppressions: a #
 // at the start of a line or after a blank, outside quotes, to the end of
@@ -302,11 +317,24 @@ func yamlComments(data []byte) []Comment {
 	return out
 }
 
+// stop ends the walk of the document with a Problem at n.
+func (w *yamlWalker) stop(n *yaml.Node, msg string) {
+	if !w.spent {
+		w.spent = true
+		w.m.f.Problems = append(w.m.f.Problems, Problem{Pos: Pos{n.Line, n.Column}, Msg: msg})
+	}
+	w.budget = 0
+}
+
 // walk flattens node n found at path (written raw, its key at keyPos). A
 // non-nil at gives the value position to use instead of n's (for an alias,
 // where the *alias is written). depth bounds alias expansion.
 func (w *yamlWalker) walk(n *yaml.Node, path []springElem, raw string, keyPos Pos, at *Pos, depth int) {
-	if n == nil || depth > 100 {
+	if n == nil || depth > 100 || w.spent {
+		return
+	}
+	if w.budget--; w.budget < 0 {
+		w.stop(n, fmt.Sprintf("YAML aliases expand to more than %d nodes; the rest of the document is not read", yamlNodeBudget))
 		return
 	}
 	pos := Pos{n.Line, n.Column}
@@ -319,6 +347,12 @@ func (w *yamlWalker) walk(n *yaml.Node, path []springElem, raw string, keyPos Po
 			w.walk(c, path, raw, keyPos, nil, depth+1)
 		}
 	case yaml.AliasNode:
+		if n.Alias != nil && n.Alias.Kind != yaml.ScalarNode {
+			if w.aliases++; w.aliases > snakeMaxAliases {
+				w.stop(n, fmt.Sprintf("more than %d aliases to collections, which SnakeYAML (and so Spring) refuses to load; the rest of the document is not read", snakeMaxAliases))
+				return
+			}
+		}
 		w.walk(n.Alias, path, raw, keyPos, &pos, depth+1)
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -330,6 +364,10 @@ func (w *yamlWalker) walk(n *yaml.Node, path []springElem, raw string, keyPos Po
 				// << merges the mapping (or mappings) it names here.
 				src := v
 				if src.Kind == yaml.AliasNode {
+					if w.aliases++; w.aliases > snakeMaxAliases {
+						w.stop(v, fmt.Sprintf("more than %d aliases to collections, which SnakeYAML (and so Spring) refuses to load; the rest of the document is not read", snakeMaxAliases))
+						return
+					}
 					src = src.Alias
 				}
 				if src != nil && src.Kind == yaml.SequenceNode {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -324,5 +325,23 @@ func TestLibrdkafkaOnlyKeysMatchReference(t *testing.T) {
 	sort.Strings(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LibrdkafkaOnlyKeys vs the reference tables (-want +got):\n%s", diff)
+	}
+}
+
+// TestYAMLAliasBomb: a document whose aliases expand exponentially is cut
+// where SnakeYAML would refuse it, quickly, with a Problem.
+func TestYAMLAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x]\n")
+	for i := 1; i < 30; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d]\n", i, i, i-1, i-1)
+	}
+	b.WriteString("spring.kafka.properties.bomb: *a29\n")
+	f, err := ParseSpringYAML("bomb.yml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Problems) != 1 || !strings.Contains(f.Problems[0].Msg, "aliases to collections") {
+		t.Fatalf("problems %v, want the SnakeYAML alias limit", f.Problems)
 	}
 }

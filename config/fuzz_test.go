@@ -1,0 +1,129 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// addFixtureSeeds adds every fixture matching the patterns to f's corpus.
+func addFixtureSeeds(f *testing.F, patterns ...string) {
+	for _, pat := range patterns {
+		m, _ := filepath.Glob(pat)
+		for _, p := range m {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+}
+
+// lineLengths returns the rune length of each line as ParseProperties
+// counts lines (\n, \r and \r\n end a line).
+func lineLengths(data []byte) []int {
+	var out []int
+	n := 0
+	for i := 0; i < len(data); {
+		c, size := utf8.DecodeRune(data[i:])
+		i += size
+		switch {
+		case c == '\n':
+			out, n = append(out, n), 0
+		case c == '\r':
+			if i < len(data) && data[i] == '\n' {
+				// \r\n: the \r takes a column, the \n ends the line.
+				n++
+				continue
+			}
+			out, n = append(out, n), 0
+		default:
+			n++
+		}
+	}
+	return append(out, n)
+}
+
+// checkPos fails unless p is on a line of the input, at a column no
+// further than just past its last character.
+func checkPos(t *testing.T, what string, p Pos, lines []int) {
+	t.Helper()
+	if p.Line < 1 || p.Line > len(lines) || p.Col < 1 || p.Col > lines[p.Line-1]+1 {
+		t.Fatalf("%s position %v outside the input (%d lines)", what, p, len(lines))
+	}
+}
+
+// FuzzParseProperties: no panic; every position inside the input; and
+// writing the entries back with EscapeKey/EscapeValue reads back as the
+// same keys and values.
+func FuzzParseProperties(f *testing.F) {
+	for _, tc := range trickyProperties {
+		f.Add([]byte(tc.in))
+	}
+	addFixtureSeeds(f, "testdata/*.properties", "testdata/*.conf", "testdata/broken/*.properties")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := ParseProperties("fuzz", strings.NewReader(string(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = Detect("fuzz", data)
+		lines := lineLengths(data)
+		for _, e := range file.Entries {
+			checkPos(t, "key", e.KeyPos, lines)
+			checkPos(t, "value", e.ValuePos, lines)
+			if e.ValuePos.Line < e.KeyPos.Line || (e.ValuePos.Line == e.KeyPos.Line && e.ValuePos.Col < e.KeyPos.Col) {
+				t.Fatalf("value at %v before its key at %v", e.ValuePos, e.KeyPos)
+			}
+		}
+		for _, c := range file.Comments {
+			checkPos(t, "comment", c.Pos, lines)
+		}
+		for _, p := range file.Problems {
+			checkPos(t, "problem", p.Pos, lines)
+		}
+		var b strings.Builder
+		for _, e := range file.Entries {
+			b.WriteString(EscapeKey(e.Key) + "=" + EscapeValue(e.Value) + "\n")
+		}
+		again, err := ParseProperties("again", strings.NewReader(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again.Entries) != len(file.Entries) {
+			t.Fatalf("round trip: %d entries, then %d from %q", len(file.Entries), len(again.Entries), b.String())
+		}
+		for i, e := range file.Entries {
+			a := again.Entries[i]
+			if a.Key != e.Key || a.Value != e.Value {
+				t.Fatalf("round trip of entry %d: %q=%q became %q=%q (written %q)", i, e.Key, e.Value, a.Key, a.Value, b.String())
+			}
+		}
+		if len(again.Problems) != 0 {
+			t.Fatalf("escaped output has problems: %v (written %q)", again.Problems, b.String())
+		}
+	})
+}
+
+// FuzzParseSpringYAML: no panic, whatever the YAML; positions are 1-based.
+func FuzzParseSpringYAML(f *testing.F) {
+	addFixtureSeeds(f, "testdata/*.yml", "testdata/broken/*.yml")
+	f.Add([]byte("a: &a [x, x]\nb: &b [*a, *a]\nspring.kafka.properties.c: [*b, *b]\n"))
+	f.Add([]byte("spring:\n  kafka:\n    producer:\n      <<: *missing\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := ParseSpringYAML("fuzz.yml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.yml:") {
+				t.Fatalf("error without position: %v", err)
+			}
+			return
+		}
+		for _, e := range file.Entries {
+			if e.KeyPos.Line < 1 || e.KeyPos.Col < 1 || e.ValuePos.Line < 1 || e.ValuePos.Col < 1 {
+				t.Fatalf("entry %+v has a position below 1:1", e)
+			}
+		}
+	})
+}

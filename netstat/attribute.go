@@ -41,11 +41,22 @@ type Attributor struct {
 	// other way round, because lookups go from a wanted inode to its holder.
 	cache map[uint64]attrCacheEntry
 	gen   uint32
+	// unowned holds the wanted inodes a complete walk did not find, with
+	// the generation of that walk: sockets held by processes kdiag may not
+	// read (another user's, when not root) or by none. Without it every
+	// rescan of a non-root `kdiag watch` would walk every process again
+	// for sockets it can never find. An entry is trusted for unownedTTL
+	// calls, after which a walk looks again (a socket can change hands
+	// through fork or SCM_RIGHTS).
+	unowned map[uint64]uint32
 
 	// openDir opens a directory for getdents64. Tests replace it to inject
 	// errors a fixture tree cannot produce when run as root (EACCES).
 	openDir func(path string) (int, error)
 }
+
+// unownedTTL is how many calls a "not found" answer is trusted.
+const unownedTTL = 10
 
 type attrCacheEntry struct {
 	pid, fd int32
@@ -241,10 +252,13 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 		}
 	}
 
-	// Phase 2: walk what is still missing. Pids that held wanted sockets
+	// Phase 2: walk what is still missing, unless all of it was missing
+	// from a recent complete walk too. Pids that held wanted sockets
 	// before, then pids of the sockets' users, go first: they are the likely
 	// holders, and the walk stops when nothing is missing.
-	if r.remaining.Load() > 0 {
+	walked := false
+	if r.remaining.Load() > 0 && a.mustWalk(r) {
+		walked = true
 		order := a.walkOrder(pids, hits, uids)
 		results = append(results, a.pool(ctx, order, func(w *attrWorker, pid int) attrResult {
 			if r.remaining.Load() == 0 || ctx.Err() != nil {
@@ -291,12 +305,48 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 			delete(a.cache, ino)
 		}
 	}
+	a.noteUnowned(r, walked && ctx.Err() == nil)
 	slices.Sort(st.Exited)
 	slices.Sort(st.Denied)
 	st.Denied = slices.Compact(st.Denied)
 	st.Found = len(want) - int(r.remaining.Load())
 	st.Links = int(r.links.Load())
 	return st
+}
+
+// mustWalk reports whether some missing inode was not found missing by a
+// recent complete walk.
+func (a *Attributor) mustWalk(r *attrRun) bool {
+	for ino, i := range r.want {
+		if r.claimed[i].Load() != 0 {
+			continue
+		}
+		if g, ok := a.unowned[ino]; !ok || a.gen-g > unownedTTL {
+			return true
+		}
+	}
+	return false
+}
+
+// noteUnowned records the inodes a complete walk (every pid read, none
+// found them) left missing, and forgets old or no longer wanted entries.
+func (a *Attributor) noteUnowned(r *attrRun, complete bool) {
+	if a.unowned == nil {
+		a.unowned = map[uint64]uint32{}
+	}
+	for ino, g := range a.unowned {
+		if _, wanted := r.want[ino]; !wanted || a.gen-g > unownedTTL {
+			delete(a.unowned, ino)
+		}
+	}
+	if !complete {
+		return
+	}
+	for ino, i := range r.want {
+		if r.claimed[i].Load() == 0 {
+			a.unowned[ino] = a.gen
+		}
+	}
 }
 
 // walkOrder sorts pids: those with cache hits first (most hits first), then

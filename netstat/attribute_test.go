@@ -288,3 +288,31 @@ func BenchmarkAttribute(b *testing.B) {
 		}
 	})
 }
+
+// TestAttributeUnowned checks that an inode no process holds (another
+// user's socket, when not root) does not make every rescan walk again, and
+// that it is looked for again after unownedTTL calls.
+func TestAttributeUnowned(t *testing.T) {
+	root := fixtureProc(t, map[int]map[int]string{10: {3: sock(1)}, 20: {3: sock(2)}})
+	a := &Attributor{ProcRoot: root, Workers: 1}
+	ctx := context.Background()
+	if _, st := a.Attribute(ctx, []int{10, 20}, []uint64{1, 999}); st.Walked != 2 || st.Found != 1 {
+		t.Fatalf("first call: %+v, want 2 walked, 1 found", st)
+	}
+	for i := 0; i < unownedTTL; i++ {
+		if _, st := a.Attribute(ctx, []int{10, 20}, []uint64{1, 999}); st.Walked != 0 || st.Found != 1 {
+			t.Fatalf("call %d: %+v, want no walk, 1 found from the cache", i+2, st)
+		}
+	}
+	if _, st := a.Attribute(ctx, []int{10, 20}, []uint64{1, 999}); st.Walked != 2 {
+		t.Errorf("after %d calls: %+v, want a walk again", unownedTTL, st)
+	}
+	// A new socket walks at once.
+	if err := os.Symlink(sock(3), filepath.Join(root, "20", "fd", "4")); err != nil {
+		t.Fatal(err)
+	}
+	got, st := a.Attribute(ctx, []int{10, 20}, []uint64{1, 3, 999})
+	if st.Walked == 0 || got[3] != (Owner{20, 4}) {
+		t.Errorf("new socket: %+v, owners %v, want a walk that finds inode 3 at pid 20 fd 4", st, got)
+	}
+}

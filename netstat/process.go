@@ -61,7 +61,7 @@ func readProcess(ctx context.Context, procRoot string, pid int) (Process, []stri
 	if id, err := readContainerID(procRoot + "/" + strconv.Itoa(pid) + "/cgroup"); err == nil {
 		out.Container = id
 	}
-	if ns, err := processNetNS(procRoot + "/" + strconv.Itoa(pid) + "/ns/net"); err == nil {
+	if ns, err := NetNSOf(procRoot, pid); err == nil {
 		out.NetNS = ns
 	}
 	if out.Name == "" && out.Cmdline == "" {
@@ -71,20 +71,6 @@ func readProcess(ctx context.Context, procRoot string, pid int) (Process, []stri
 		}
 	}
 	return out, args, nil
-}
-
-// processNetNS reads a /proc/<pid>/ns/net link, "net:[4026531840]", and
-// returns the namespace inode.
-func processNetNS(path string) (uint64, error) {
-	link, err := os.Readlink(path)
-	if err != nil {
-		return 0, err
-	}
-	s, ok := strings.CutPrefix(link, "net:[")
-	if !ok || !strings.HasSuffix(s, "]") {
-		return 0, fmt.Errorf("%s: unexpected link %q", path, link)
-	}
-	return strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64)
 }
 
 // readContainerID reads /proc/<pid>/cgroup.

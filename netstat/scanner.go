@@ -1,0 +1,378 @@
+package netstat
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sources a Scanner can read sockets from.
+const (
+	// SourceAuto uses netlink and falls back to /proc/net/tcp when netlink is
+	// unavailable (or when ProcRoot is not /proc: a fixture tree has no
+	// kernel behind it).
+	SourceAuto = "auto"
+	// SourceNetlink is the NETLINK_SOCK_DIAG dump, with the state filter in
+	// the kernel and socket ages from tcp_info.
+	SourceNetlink = "netlink"
+	// SourceProc is /proc/net/tcp and tcp6 (no ages).
+	SourceProc = "proc"
+)
+
+// SourceNames lists the values of Scanner.Source, for flag help.
+var SourceNames = []string{SourceAuto, SourceNetlink, SourceProc}
+
+// Scanner takes snapshots of the TCP sockets of a host's processes: it
+// groups the processes by network namespace (/proc/<pid>/ns/net), dumps each
+// namespace's sockets once, filters them by the query, and attributes the
+// ones left to their (pid, fd) by reading only the fds of that namespace's
+// processes. Its Attributor keeps what it found, so a repeated Scan (kdiag
+// watch calls it every second) verifies known sockets instead of walking.
+//
+// A Scanner is safe to call repeatedly but not concurrently: Scan updates
+// its caches without locks.
+type Scanner struct {
+	// ProcRoot is the root of the proc filesystem, "/proc" on a host.
+	ProcRoot string
+	// Source is SourceAuto (the default when ""), SourceNetlink or
+	// SourceProc.
+	Source string
+	// Now is the clock for Snapshot.Time; nil means time.Now.
+	Now func() time.Time
+
+	attr *Attributor
+	// lastStats sums the attribution stats of the last Scan.
+	lastStats AttributeStats
+	// euid decides whether other namespaces are dumped through netlink
+	// (setns needs CAP_SYS_ADMIN) or through /proc/<pid>/net/tcp.
+	euid int
+}
+
+// NewScanner returns a Scanner reading procRoot with the auto source.
+func NewScanner(procRoot string) *Scanner {
+	return &Scanner{ProcRoot: procRoot, Source: SourceAuto, attr: NewAttributor(procRoot), euid: os.Geteuid()}
+}
+
+// notes collects a scan's notes, each said once, in order.
+type notes struct {
+	list []string
+	seen map[string]bool
+}
+
+func (n *notes) add(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	if n.seen == nil {
+		n.seen = map[string]bool{}
+	}
+	if !n.seen[s] {
+		n.seen[s] = true
+		n.list = append(n.list, s)
+	}
+}
+
+// nsGroup is one network namespace and the candidate processes in it.
+type nsGroup struct {
+	ino  uint64
+	host bool
+	pids []int
+}
+
+// Scan takes one snapshot of the sockets q asks for. Conditions that limit
+// what it sees (a process that exited, fds it may not read, a namespace it
+// cannot enter) are Snapshot.Notes; it returns an error only when it cannot
+// read the host's sockets or list its processes at all.
+func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
+	if s.attr == nil || s.attr.ProcRoot != s.ProcRoot {
+		s.attr = NewAttributor(s.ProcRoot)
+	}
+	source := cmp.Or(s.Source, SourceAuto)
+	if !slices.Contains(SourceNames, source) {
+		return nil, fmt.Errorf("unknown socket source %q (want one of %s)", source, strings.Join(SourceNames, ", "))
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	var n notes
+	snap := &Snapshot{Time: now(), Sockets: []Socket{}, Processes: []Process{}}
+
+	all, err := listPIDs(s.ProcRoot)
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	alive := make(map[int]bool, len(all))
+	for _, p := range all {
+		alive[p] = true
+	}
+	s.attr.Prune(func(pid int) bool { return alive[pid] })
+
+	cand, restricted := s.candidates(q, all, alive, &n)
+	groups := s.group(cand, restricted, &n)
+
+	var stats []AttributeStats
+	sources := map[string]bool{}
+	for _, g := range groups {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		socks, src, err := s.dump(g, source, q.states(), &n)
+		if err != nil {
+			if g.host {
+				return nil, err
+			}
+			n.add("network namespace %d (pid %d): %v", g.ino, g.pids[0], err)
+			continue
+		}
+		sources[src] = true
+		kept := socks[:0]
+		for i := range socks {
+			if q.matchSocket(&socks[i]) {
+				socks[i].NetNS = g.ino
+				kept = append(kept, socks[i])
+			}
+		}
+		stats = append(stats, s.attr.AttributeSockets(ctx, g.pids, kept))
+		snap.Sockets = append(snap.Sockets, kept...)
+	}
+	snap.Source = SourceNetlink
+	if sources[SourceProc] && !sources[SourceNetlink] {
+		snap.Source = SourceProc
+	}
+
+	if restricted {
+		keep := make(map[int]bool, len(cand))
+		for _, p := range cand {
+			keep[p] = true
+		}
+		snap.Sockets = slices.DeleteFunc(snap.Sockets, func(x Socket) bool { return !keep[x.PID] })
+	}
+	slices.SortFunc(snap.Sockets, compareSockets)
+	s.lastStats = AttributeStats{}
+	for _, st := range stats {
+		s.lastStats.Wanted += st.Wanted
+		s.lastStats.Found += st.Found
+		s.lastStats.Cached += st.Cached
+		s.lastStats.Walked += st.Walked
+		s.lastStats.Links += st.Links
+		s.lastStats.Exited = append(s.lastStats.Exited, st.Exited...)
+		s.lastStats.Denied = append(s.lastStats.Denied, st.Denied...)
+		s.lastStats.Failed = append(s.lastStats.Failed, st.Failed...)
+	}
+	s.attributionNotes(snap.Sockets, stats, &n)
+	snap.Processes = s.processes(ctx, snap.Sockets, groups, q, &n)
+	snap.Notes = n.list
+	return snap, nil
+}
+
+// candidates returns the pids whose fds may be read: all of them, or those
+// --pid and --process select (restricted true).
+func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) ([]int, bool) {
+	cand := all
+	restricted := false
+	if len(q.PIDs) > 0 {
+		restricted = true
+		cand = nil
+		for _, p := range q.PIDs {
+			if alive[p] {
+				cand = append(cand, p)
+			} else {
+				n.add("pid %d: no such process", p)
+			}
+		}
+		slices.Sort(cand)
+		cand = slices.Compact(cand)
+	}
+	if q.Process != nil {
+		restricted = true
+		var keep []int
+		for _, p := range cand {
+			comm, cmdline, err := readProcNames(s.ProcRoot, p)
+			if err != nil {
+				continue // exited, or a kernel thread without cmdline
+			}
+			if q.Process.MatchString(comm) || q.Process.MatchString(cmdline) {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) == 0 {
+			n.add("no process matches --process %q", q.Process.String())
+		}
+		cand = keep
+	}
+	return cand, restricted
+}
+
+// group sorts pids by network namespace, the host's (the scanner's own)
+// first. Without --pid or --process the host namespace is dumped even with
+// no readable process in it, so unattributed sockets are still seen.
+func (s *Scanner) group(pids []int, restricted bool, n *notes) []nsGroup {
+	self, selfErr := NetNSOf(s.ProcRoot, 0)
+	byNS, gnotes := GroupByNetNS(s.ProcRoot, pids)
+	for _, x := range gnotes {
+		n.add("%s", x)
+	}
+	// Key 0 holds processes whose namespace could not be read (another
+	// user's, when not root): most processes live in the host's, and
+	// attribution there finds out.
+	if unknown, ok := byNS[0]; ok {
+		delete(byNS, 0)
+		byNS[self] = append(byNS[self], unknown...)
+		slices.Sort(byNS[self])
+	}
+	if selfErr != nil && len(byNS) > 0 && !restricted {
+		// A fixture tree without self: the host namespace is the only one.
+		merged := []int{}
+		for _, ps := range byNS {
+			merged = append(merged, ps...)
+		}
+		slices.Sort(merged)
+		byNS = map[uint64][]int{self: merged}
+	}
+	if _, ok := byNS[self]; !ok && !restricted {
+		byNS[self] = nil
+	}
+	out := make([]nsGroup, 0, len(byNS))
+	for ns, ps := range byNS {
+		out = append(out, nsGroup{ino: ns, host: ns == self, pids: ps})
+	}
+	slices.SortFunc(out, func(a, b nsGroup) int {
+		if a.host != b.host {
+			if a.host {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.ino, b.ino)
+	})
+	return out
+}
+
+// dump reads the sockets of one namespace from the chosen source.
+func (s *Scanner) dump(g nsGroup, source string, states StateSet, n *notes) ([]Socket, string, error) {
+	useNetlink := source == SourceNetlink || (source == SourceAuto && s.ProcRoot == "/proc")
+	if useNetlink {
+		var socks []Socket
+		var err error
+		switch {
+		case g.host:
+			socks, err = DumpNetlink(states)
+		case s.euid == 0:
+			socks, err = DumpNetlinkInNetNS(NetNSPath(s.ProcRoot, g.pids[0]), states)
+		default:
+			err = errNotRoot
+		}
+		if err == nil {
+			return socks, SourceNetlink, nil
+		}
+		if source == SourceNetlink && !errors.Is(err, errNotRoot) {
+			return nil, "", fmt.Errorf("netlink dump: %w", err)
+		}
+		if !errors.Is(err, errNotRoot) {
+			n.add("netlink unavailable (%v): read /proc/net/tcp instead (no socket ages)", err)
+		}
+	}
+	pid := 0
+	if !g.host {
+		pid = g.pids[0]
+	}
+	socks, err := ReadProcNetTCP(s.ProcRoot, pid, states)
+	if err != nil {
+		if errors.Is(err, ErrParse) && len(socks) > 0 {
+			n.add("%v", err)
+			return socks, SourceProc, nil
+		}
+		return nil, "", err
+	}
+	return socks, SourceProc, nil
+}
+
+// errNotRoot: entering another namespace (setns) needs CAP_SYS_ADMIN, so a
+// non-root scan reads that namespace's /proc/<pid>/net/tcp instead.
+var errNotRoot = errors.New("not root")
+
+// attributionNotes turns what attribution met into notes, once each.
+func (s *Scanner) attributionNotes(socks []Socket, stats []AttributeStats, n *notes) {
+	var exited, denied []int
+	for _, st := range stats {
+		exited = append(exited, st.Exited...)
+		denied = append(denied, st.Denied...)
+		for _, f := range st.Failed {
+			n.add("reading fds: %s", f)
+		}
+	}
+	unattributed := 0
+	for i := range socks {
+		if socks[i].Inode != 0 && socks[i].PID == 0 {
+			unattributed++
+		}
+	}
+	if len(denied) > 0 && unattributed > 0 {
+		n.add("%s unattributed: the fds of %s could not be read (permission denied); run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them",
+			cmdPlural(unattributed, "socket", "sockets"), cmdPlural(len(denied), "process", "processes"))
+	}
+	if len(exited) > 0 {
+		n.add("%s exited during the scan", cmdPlural(len(exited), "process", "processes"))
+	}
+}
+
+// processes reads the metadata of every process holding a reported socket,
+// counts its sockets by state and says whether it is a Kafka client.
+func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGroup, q Query, n *notes) []Process {
+	byPID := map[int][]Socket{}
+	for _, x := range socks {
+		if x.PID > 0 {
+			byPID[x.PID] = append(byPID[x.PID], x)
+		}
+	}
+	nsOf := map[int]uint64{}
+	for _, g := range groups {
+		for _, p := range g.pids {
+			nsOf[p] = g.ino
+		}
+	}
+	out := make([]Process, 0, len(byPID))
+	exited := 0
+	for pid, ps := range byPID {
+		p, args, err := readProcess(ctx, s.ProcRoot, pid)
+		if err != nil {
+			exited++
+		}
+		if p.NetNS == 0 {
+			p.NetNS = nsOf[pid]
+		}
+		for _, x := range ps {
+			p.States[x.State.String()]++
+		}
+		p.Kafka = kafkaReason(kafkaEvidence{procRoot: s.ProcRoot, pid: pid, name: p.Name, args: args, sockets: ps, brokers: q.Brokers})
+		out = append(out, p)
+	}
+	if exited > 0 {
+		n.add("%s exited before their details were read", cmdPlural(exited, "process", "processes"))
+	}
+	slices.SortFunc(out, func(a, b Process) int { return cmp.Compare(a.PID, b.PID) })
+	return out
+}
+
+// compareSockets orders sockets by state, then local and remote address.
+func compareSockets(a, b Socket) int {
+	return cmp.Or(
+		cmp.Compare(a.State, b.State),
+		a.Local.Compare(b.Local),
+		a.Remote.Compare(b.Remote),
+		cmp.Compare(a.NetNS, b.NetNS),
+		cmp.Compare(a.Inode, b.Inode),
+	)
+}
+
+func cmdPlural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

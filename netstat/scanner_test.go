@@ -1,0 +1,385 @@
+package netstat
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/internal/sockettest"
+)
+
+// TestMain lets sockettest re-execute this test binary as a child process
+// that holds sockets.
+func TestMain(m *testing.M) {
+	sockettest.MaybeRunChild()
+	os.Exit(m.Run())
+}
+
+// seen is what a test compares of a socket: what the kernel and /proc say,
+// not the ages (the /proc source has none).
+type seen struct {
+	State         string
+	Local, Remote string
+	RecvQ         uint32
+	Inode         uint64
+	PID, FD       int
+}
+
+func fromTest(s *sockettest.Socket) seen {
+	if s.FD < 0 {
+		// TIME_WAIT: sockettest names the process that made it, but no
+		// file holds it any more, so no process can be found.
+		return seen{State: s.State, Local: s.Local.String(), Remote: s.Remote.String(), RecvQ: s.RecvQ, FD: -1}
+	}
+	return seen{State: s.State, Local: s.Local.String(), Remote: s.Remote.String(), RecvQ: s.RecvQ, Inode: s.Inode, PID: s.PID, FD: s.FD}
+}
+
+func fromScan(s Socket) seen {
+	pid, fd := s.PID, s.FD
+	if pid == 0 {
+		fd = -1
+	}
+	return seen{State: s.State.String(), Local: s.Local.String(), Remote: s.Remote.String(), RecvQ: s.RecvQ, Inode: s.Inode, PID: pid, FD: fd}
+}
+
+func key(local, remote netip.AddrPort) string { return local.String() + "->" + remote.String() }
+
+// sources returns the sources to test, skipping netlink where the kernel
+// has no sock_diag.
+func sources(t *testing.T) []string {
+	t.Helper()
+	out := []string{SourceProc}
+	if _, err := DumpNetlink(States(Listen)); err == nil {
+		out = append(out, SourceNetlink)
+	} else {
+		t.Logf("netlink unavailable, testing /proc only: %v", err)
+	}
+	return out
+}
+
+func scan(t *testing.T, source string, q Query) *Snapshot {
+	t.Helper()
+	s := NewScanner("/proc")
+	s.Source = source
+	snap, err := s.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatalf("Scan(%s): %v", source, err)
+	}
+	return snap
+}
+
+// fixture makes the sockets every scan test looks for: in this process and
+// in a child, on 127.0.0.1 and ::1, in every state sockettest makes.
+type fixture struct {
+	self  []*sockettest.Socket
+	child *sockettest.Child
+	tw    *sockettest.Socket
+	// closeWait lists every CLOSE_WAIT socket made, this process's and
+	// the child's.
+	closeWait []*sockettest.Socket
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{}
+	f.self = append(f.self, sockettest.Listener(t, "tcp4"), sockettest.Listener(t, "tcp6"))
+	f.self = append(f.self, sockettest.Established(t, "tcp4", 2)...)
+	f.self = append(f.self, sockettest.Established(t, "tcp6", 1)...)
+	cw := sockettest.CloseWait(t, "tcp4", 3, sockettest.PeerData(5))
+	cw = append(cw, sockettest.CloseWait(t, "tcp6", 2)...)
+	cw = append(cw, sockettest.CloseWait(t, "tcp4", 1, sockettest.ReadToEOF())...)
+	f.self = append(f.self, cw...)
+	f.tw = sockettest.TimeWait(t, "tcp4")
+	f.child = sockettest.StartChild(t, sockettest.Spec{Network: "tcp6", Listeners: 1, Established: 1, CloseWait: 2, PeerData: 2})
+	f.closeWait = append(cw, f.child.CloseWait...)
+	return f
+}
+
+// TestScanRealSockets checks that every socket made, in this process and in
+// the child, is reported with its state, addresses, Recv-Q, inode, pid and
+// fd, through each source; and that the CLOSE_WAIT sockets reported are
+// exactly those made.
+func TestScanRealSockets(t *testing.T) {
+	f := newFixture(t)
+	want := append(slices.Clone(f.self), f.child.Sockets()...)
+	for _, src := range sources(t) {
+		t.Run(src, func(t *testing.T) {
+			snap := scan(t, src, Query{})
+			if snap.Source != src {
+				t.Errorf("snapshot source %q, want %q", snap.Source, src)
+			}
+			got := map[string]seen{}
+			for _, s := range snap.Sockets {
+				got[key(s.Local, s.Remote)] = fromScan(s)
+			}
+			for _, w := range append(want, f.tw) {
+				g, ok := got[key(w.Local, w.Remote)]
+				if !ok {
+					t.Errorf("%s not reported", w)
+					continue
+				}
+				if d := cmp.Diff(fromTest(w), g); d != "" {
+					t.Errorf("%s (-want +got):\n%s", w, d)
+				}
+			}
+
+			// Exactly the CLOSE_WAIT sockets made, in this process and the
+			// child: nothing else in either holds one.
+			var wantCW, gotCW []string
+			for _, s := range f.closeWait {
+				wantCW = append(wantCW, key(s.Local, s.Remote))
+			}
+			for _, s := range snap.Sockets {
+				if s.State == CloseWait && (s.PID == os.Getpid() || s.PID == f.child.PID) {
+					gotCW = append(gotCW, key(s.Local, s.Remote))
+				}
+			}
+			slices.Sort(wantCW)
+			slices.Sort(gotCW)
+			if d := cmp.Diff(wantCW, gotCW); d != "" {
+				t.Errorf("CLOSE_WAIT sockets of this process and the child (-want +got):\n%s", d)
+			}
+
+			// The processes carry their state counts.
+			var self, child *Process
+			for i := range snap.Processes {
+				switch snap.Processes[i].PID {
+				case os.Getpid():
+					self = &snap.Processes[i]
+				case f.child.PID:
+					child = &snap.Processes[i]
+				}
+			}
+			if self == nil || child == nil {
+				t.Fatalf("processes %+v lack this process (%d) or the child (%d)", snap.Processes, os.Getpid(), f.child.PID)
+			}
+			if got := child.States["CLOSE_WAIT"]; got != 2 {
+				t.Errorf("child CLOSE_WAIT count %d, want 2", got)
+			}
+			if got := self.States["CLOSE_WAIT"]; got != 6 {
+				t.Errorf("own CLOSE_WAIT count %d, want 6", got)
+			}
+		})
+	}
+}
+
+// TestRecvQCloseWait checks, on real sockets, what the kernel reports as
+// Recv-Q in CLOSE_WAIT, which ExplainRecvQ relies on: the unread FIN counts
+// one, data unread counts its bytes, a read to EOF leaves 0.
+func TestRecvQCloseWait(t *testing.T) {
+	finUnread := sockettest.CloseWait(t, "tcp4", 1)[0]
+	finRead := sockettest.CloseWait(t, "tcp4", 1, sockettest.ReadToEOF())[0]
+	dataUnread := sockettest.CloseWait(t, "tcp6", 1, sockettest.PeerData(5))[0]
+	for _, src := range sources(t) {
+		t.Run(src, func(t *testing.T) {
+			snap := scan(t, src, Query{States: States(CloseWait), PIDs: []int{os.Getpid()}})
+			byKey := map[string]Socket{}
+			for _, s := range snap.Sockets {
+				byKey[key(s.Local, s.Remote)] = s
+			}
+			for _, c := range []struct {
+				s    *sockettest.Socket
+				want uint32
+				says string
+			}{{finUnread, 1, "FIN was never read"}, {finRead, 0, "FIN was read"}, {dataUnread, 6, "5 bytes of data unread"}} {
+				got, ok := byKey[key(c.s.Local, c.s.Remote)]
+				if !ok {
+					t.Errorf("%s not reported", c.s)
+					continue
+				}
+				if got.RecvQ != c.want {
+					t.Errorf("%s: Recv-Q %d, want %d", c.s, got.RecvQ, c.want)
+				}
+				if e := ExplainRecvQ(got); !regexp.MustCompile(regexp.QuoteMeta(c.says)).MatchString(e) {
+					t.Errorf("ExplainRecvQ = %q, want it to say %q", e, c.says)
+				}
+			}
+		})
+	}
+}
+
+// TestScanSourcesAgree compares what netlink and /proc report for this
+// process's sockets.
+func TestScanSourcesAgree(t *testing.T) {
+	newFixture(t)
+	if !slices.Contains(sources(t), SourceNetlink) {
+		t.Skip("netlink unavailable")
+	}
+	q := Query{PIDs: []int{os.Getpid()}}
+	norm := func(snap *Snapshot) []seen {
+		var out []seen
+		for _, s := range snap.Sockets {
+			out = append(out, fromScan(s))
+		}
+		return out
+	}
+	nl, pr := norm(scan(t, SourceNetlink, q)), norm(scan(t, SourceProc, q))
+	if d := cmp.Diff(pr, nl); d != "" {
+		t.Errorf("sockets (-proc +netlink):\n%s", d)
+	}
+	if len(nl) < 10 {
+		t.Errorf("only %d sockets: the fixture makes more", len(nl))
+	}
+}
+
+// TestScanFilters runs each filter on the real sockets.
+func TestScanFilters(t *testing.T) {
+	f := newFixture(t)
+	cw4 := f.closeWait[0] // one of 3 to the same 127.0.0.1 listener, Recv-Q 6
+	cw6 := f.closeWait[3] // one of 2 to the same ::1 listener
+	me, child := os.Getpid(), f.child.PID
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range sources(t) {
+		tests := []struct {
+			name string
+			q    Query
+			// check is called on every socket reported; count is how many
+			// of the fixture's are wanted.
+			check func(Socket) bool
+			want  []*sockettest.Socket
+		}{
+			{"state close-wait, own", Query{States: States(CloseWait), PIDs: []int{me}},
+				func(s Socket) bool { return s.State == CloseWait && s.PID == me }, f.closeWait[:6]},
+			{"pid child", Query{PIDs: []int{child}},
+				func(s Socket) bool { return s.PID == child }, f.child.Sockets()},
+			{"port", Query{RemotePorts: []uint16{cw4.Remote.Port()}, PIDs: []int{me}},
+				func(s Socket) bool { return s.Remote.Port() == cw4.Remote.Port() }, f.closeWait[:3]},
+			{"remote", Query{Remotes: []Endpoint{mustEndpoint(t, cw6.Remote.String())}},
+				func(s Socket) bool { return s.Remote == cw6.Remote }, f.closeWait[3:5]},
+			{"brokers", Query{Brokers: []Endpoint{mustEndpoint(t, cw6.Remote.String())}, States: States(CloseWait)},
+				func(s Socket) bool { return s.Remote == cw6.Remote && s.State == CloseWait }, f.closeWait[3:5]},
+			// The child's command line is exactly this test binary and
+			// -test.run=^$: no other process on the host has it, not even
+			// another package's sockettest child.
+			{"process", Query{Process: regexp.MustCompile(`^` + regexp.QuoteMeta(exe) + ` -test\.run=\^\$$`), States: States(CloseWait)},
+				func(s Socket) bool { return s.PID == child }, f.child.CloseWait},
+		}
+		for _, tt := range tests {
+			t.Run(src+"/"+tt.name, func(t *testing.T) {
+				snap := scan(t, src, tt.q)
+				got := map[string]bool{}
+				for _, s := range snap.Sockets {
+					if !tt.check(s) {
+						t.Errorf("reported %s %s->%s pid %d, which the filter excludes", s.State, s.Local, s.Remote, s.PID)
+					}
+					got[key(s.Local, s.Remote)] = true
+				}
+				for _, w := range tt.want {
+					if !got[key(w.Local, w.Remote)] {
+						t.Errorf("%s not reported", w)
+					}
+				}
+			})
+		}
+	}
+}
+
+func mustEndpoint(t *testing.T, s string) Endpoint {
+	t.Helper()
+	e, err := ParseEndpoint(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestScanChildInNetNS checks that a process in its own network namespace
+// (invisible to the host's dump) is seen with its pid and namespace.
+func TestScanChildInNetNS(t *testing.T) {
+	c := sockettest.StartChild(t, sockettest.Spec{Network: "tcp4", Listeners: 1, CloseWait: 2, PeerData: 1, NetNS: true})
+	host, err := NetNSOf("/proc", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range sources(t) {
+		t.Run(src, func(t *testing.T) {
+			snap := scan(t, src, Query{})
+			got := map[string]seen{}
+			var ns uint64
+			for _, s := range snap.Sockets {
+				if s.PID == c.PID {
+					got[key(s.Local, s.Remote)] = fromScan(s)
+					ns = s.NetNS
+				}
+			}
+			for _, w := range c.Sockets() {
+				if d := cmp.Diff(fromTest(w), got[key(w.Local, w.Remote)]); d != "" {
+					t.Errorf("%s (-want +got):\n%s", w, d)
+				}
+			}
+			if ns == 0 || ns == host {
+				t.Errorf("child's sockets in namespace %d, want its own (host is %d)", ns, host)
+			}
+			var p *Process
+			for i := range snap.Processes {
+				if snap.Processes[i].PID == c.PID {
+					p = &snap.Processes[i]
+				}
+			}
+			if p == nil || p.NetNS != ns || p.States["CLOSE_WAIT"] != 2 {
+				t.Errorf("child process = %+v, want netns %d and 2 CLOSE_WAIT", p, ns)
+			}
+		})
+	}
+}
+
+// TestScanRepeatedUsesCache checks that a second scan verifies the sockets
+// found by the first instead of walking again.
+func TestScanRepeatedUsesCache(t *testing.T) {
+	f := newFixture(t)
+	s := NewScanner("/proc")
+	s.Source = SourceProc
+	q := Query{States: States(CloseWait), PIDs: []int{os.Getpid(), f.child.PID}}
+	first, err := s.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.lastStats.Cached != len(f.closeWait) || s.lastStats.Walked != 0 {
+		t.Errorf("second scan: %+v, want %d sockets verified from the cache and no walk", s.lastStats, len(f.closeWait))
+	}
+	norm := func(snap *Snapshot) []seen {
+		var out []seen
+		for _, x := range snap.Sockets {
+			out = append(out, fromScan(x))
+		}
+		return out
+	}
+	if d := cmp.Diff(norm(first), norm(second)); d != "" {
+		t.Errorf("second scan differs (-first +second):\n%s", d)
+	}
+
+	// A closed socket leaves; its cache entry goes with the walk of its pid.
+	gone := f.closeWait[0]
+	gone.Close()
+	third, err := s.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range third.Sockets {
+		if x.Inode == gone.Inode && x.State == CloseWait {
+			t.Errorf("closed socket %s still reported", gone)
+		}
+	}
+	if len(third.Sockets) != len(f.closeWait)-1 {
+		t.Errorf("third scan: %d sockets, want %d", len(third.Sockets), len(f.closeWait)-1)
+	}
+}
+
+// TestScanUnknownPID notes a --pid that does not exist instead of failing.
+func TestScanUnknownPID(t *testing.T) {
+	snap := scan(t, SourceProc, Query{PIDs: []int{1 << 30}})
+	if len(snap.Sockets) != 0 || !slices.Contains(snap.Notes, fmt.Sprintf("pid %d: no such process", 1<<30)) {
+		t.Errorf("sockets %d, notes %q; want none and a note", len(snap.Sockets), snap.Notes)
+	}
+}

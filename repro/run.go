@@ -153,6 +153,9 @@ type Result struct {
 	CloseWaitOldestMS int64 `json:"close_wait_oldest_ms"`
 	// CloseWaitTotal counts the distinct sockets ever seen in CLOSE_WAIT.
 	CloseWaitTotal int `json:"close_wait_total"`
+	// CloseWaitFinalByRemote counts the final sample's CLOSE_WAIT sockets by
+	// the broker address they were connected to.
+	CloseWaitFinalByRemote map[string]int `json:"close_wait_final_by_remote"`
 
 	// Client is the child's own count (--stats-json), nil if it gave none.
 	Client *producer.Stats `json:"client"`
@@ -271,6 +274,7 @@ func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progr
 		s := Sample{Elapsed: now.Sub(ch.started)}
 		s.ElapsedMS = s.Elapsed.Milliseconds()
 		live := map[key]bool{}
+		byRemote := map[string]int{}
 		for _, so := range socks {
 			switch so.State {
 			case netstat.Established:
@@ -280,6 +284,7 @@ func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progr
 				k := key{so.Local.String(), so.Remote.String()}
 				live[k] = true
 				seenCW[k] = true
+				byRemote[k.remote]++
 				if _, ok := firstCW[k]; !ok {
 					firstCW[k] = now
 				}
@@ -302,6 +307,7 @@ func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progr
 		res.EstablishedPeak = max(res.EstablishedPeak, s.Established)
 		res.CloseWaitPeak = max(res.CloseWaitPeak, s.CloseWait)
 		res.EstablishedFinal, res.CloseWaitFinal = s.Established, s.CloseWait
+		res.CloseWaitFinalByRemote = byRemote
 		if progress != nil {
 			progress(s)
 		}

@@ -139,7 +139,9 @@ func configCell(r *repro.Result) string {
 }
 
 // ms writes milliseconds as a duration rounded to 0.1s: "4.6s", "0s".
-func ms(v int64) string { return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String() }
+func ms(v int64) string {
+	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
 
 // writeTable prints one row per scenario.
 func writeTable(w io.Writer, results []*repro.Result) {

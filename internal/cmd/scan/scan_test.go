@@ -1,0 +1,382 @@
+package scan
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/sockettest"
+	"github.com/kdiag/kdiag/netstat"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func TestMain(m *testing.M) {
+	sockettest.MaybeRunChild()
+	os.Exit(m.Run())
+}
+
+var fixedNow = time.Date(2026, 12, 2, 15, 4, 5, 0, time.UTC)
+
+func factory() (*cmdutil.Factory, *bytes.Buffer, *bytes.Buffer) {
+	io, _, out, errOut := cmdutil.Test()
+	return &cmdutil.Factory{IO: io, Now: func() time.Time { return fixedNow }, ProcRoot: "/proc"}, out, errOut
+}
+
+func TestFlags(t *testing.T) {
+	var got *ScanOptions
+	runF := func(o *ScanOptions) error { got = o; return nil }
+	f, _, _ := factory()
+	cmd := NewCmdScan(f, runF)
+	cmd.SetArgs([]string{"--state", "close-wait,established", "--pid", "10,20", "--pid", "30", "--process", "^java$",
+		"--port", "9092", "--port", "9093", "--remote", "127.0.0.1:9092", "--remote", "[::1]", "--brokers", "127.0.0.1:9092,127.0.0.2",
+		"--source", "proc", "-o", "wide", "--warn", "10", "--crit", "100"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	q := got.Query
+	if q.States != netstat.States(netstat.CloseWait, netstat.Established) {
+		t.Errorf("states %b", q.States)
+	}
+	if d := cmp.Diff([]int{10, 20, 30}, q.PIDs); d != "" {
+		t.Errorf("pids (-want +got):\n%s", d)
+	}
+	if q.Process == nil || !q.Process.MatchString("java") || q.Process.MatchString("javac") {
+		t.Errorf("process regexp %v", q.Process)
+	}
+	if d := cmp.Diff([]uint16{9092, 9093}, q.RemotePorts); d != "" {
+		t.Errorf("ports (-want +got):\n%s", d)
+	}
+	var remotes, brokers []string
+	for _, e := range q.Remotes {
+		remotes = append(remotes, e.String())
+	}
+	for _, e := range q.Brokers {
+		brokers = append(brokers, e.String())
+	}
+	if d := cmp.Diff([]string{"127.0.0.1:9092", "::1"}, remotes); d != "" {
+		t.Errorf("remotes (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"127.0.0.1:9092", "127.0.0.2:9092"}, brokers); d != "" {
+		t.Errorf("brokers (-want +got):\n%s", d)
+	}
+	if got.Source != "proc" || got.Output != "wide" || got.Warn != 10 || got.Crit != 100 || got.ProcRoot != "/proc" {
+		t.Errorf("options %+v", got)
+	}
+}
+
+func TestFlagDefaults(t *testing.T) {
+	var got *ScanOptions
+	f, _, _ := factory()
+	cmd := NewCmdScan(f, func(o *ScanOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Query.States != netstat.AllStates || got.Output != "table" || got.Source != "auto" || got.monitoring() {
+		t.Errorf("defaults: %+v", got)
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--state", "closewaiting"},
+		{"-o", "yaml"},
+		{"--port", "0"},
+		{"--port", "70000"},
+		{"--pid", "-1"},
+		{"--process", "("},
+		{"--remote", "host:port"},
+		{"--brokers", ","},
+		{"--source", "ebpf"},
+		{"--warn", "100", "--crit", "10"},
+		{"extra-arg"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			f, _, _ := factory()
+			cmd := NewCmdScan(f, func(*ScanOptions) error { t.Error("ran with bad flags"); return nil })
+			cmd.SetArgs(args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.Execute()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if a := args[0]; a != "extra-arg" && cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+				t.Errorf("exit code %d (%v), want %d", cmdutil.ExitCode(err), err, cmdutil.ExitUsage)
+			}
+		})
+	}
+}
+
+func TestHelpListsFormats(t *testing.T) {
+	f, out, _ := factory()
+	cmd := NewCmdScan(f, nil)
+	cmd.SetOut(out)
+	cmd.SetArgs([]string{"--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "json|table|wide") || !strings.Contains(out.String(), "Examples:") {
+		t.Errorf("help lacks the formats or examples:\n%s", out)
+	}
+}
+
+// fixedSnapshot is a snapshot as a scan of a Kafka producer host would give,
+// fixed for golden output.
+func fixedSnapshot() *netstat.Snapshot {
+	ap := netip.MustParseAddrPort
+	sock := func(st netstat.State, local, remote string, rq uint32, pid, fd int, age time.Duration, ns uint64) netstat.Socket {
+		s := netstat.Socket{Family: netstat.IPv4, State: st, Local: ap(local), Remote: ap(remote), RecvQ: rq,
+			Inode: uint64(100000 + fd + pid), PID: pid, FD: fd, NetNS: ns}
+		if strings.Contains(local, "[") {
+			s.Family = netstat.IPv6
+		}
+		if pid == 0 {
+			s.FD = -1
+			if st == netstat.TimeWait {
+				s.Inode = 0
+			}
+		}
+		if age > 0 {
+			s.Age, s.HasAge = age, true
+		}
+		return s
+	}
+	const host, pod = 4026531840, 4026532201
+	return &netstat.Snapshot{
+		Time:   fixedNow,
+		Source: "netlink",
+		Sockets: []netstat.Socket{
+			sock(netstat.Established, "10.0.0.5:40100", "10.0.0.21:9092", 0, 4242, 101, 2*time.Second, host),
+			sock(netstat.Established, "10.0.1.7:51000", "10.0.0.22:9092", 0, 777, 12, time.Second, pod),
+			sock(netstat.TimeWait, "10.0.0.5:40050", "10.0.0.21:9092", 0, 0, -1, 0, host),
+			sock(netstat.CloseWait, "10.0.0.5:40001", "10.0.0.21:9092", 1, 4242, 57, 3*time.Minute+12*time.Second, host),
+			sock(netstat.CloseWait, "10.0.0.5:40002", "10.0.0.21:9092", 1, 4242, 58, 2*time.Minute, host),
+			sock(netstat.CloseWait, "10.0.0.5:40003", "10.0.0.22:9092", 0, 4242, 59, 95*time.Second, host),
+			sock(netstat.CloseWait, "10.0.1.7:51001", "10.0.0.23:9093", 7, 777, 13, 42*time.Second, pod),
+			sock(netstat.CloseWait, "10.0.0.5:40004", "10.0.0.23:9093", 1, 0, -1, 0, host),
+			sock(netstat.Listen, "0.0.0.0:8080", "0.0.0.0:0", 0, 4242, 9, 0, host),
+		},
+		Processes: []netstat.Process{
+			{PID: 777, Name: "producer", Cmdline: "./producer -brokers kafka:9092", User: "app", UID: 1000, NetNS: pod,
+				Container: "3f4e5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081",
+				Kafka:     "maps librdkafka (librdkafka.so.1)", States: map[string]int{"ESTABLISHED": 1, "CLOSE_WAIT": 1}},
+			{PID: 4242, Name: "java", Cmdline: "java -cp /app/lib/kafka-clients-3.7.0.jar:/app/app.jar App", User: "kafka", UID: 998, NetNS: host,
+				Kafka: "kafka-clients on class path (kafka-clients-3.7.0.jar)", States: map[string]int{"ESTABLISHED": 1, "CLOSE_WAIT": 3, "LISTEN": 1}},
+		},
+		Notes: []string{"1 socket unattributed: the fds of 1 process could not be read (permission denied); run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them"},
+	}
+}
+
+func fixedOptions(f *cmdutil.Factory, output string, warn, crit int) *ScanOptions {
+	return &ScanOptions{IO: f.IO, Now: f.Now, Output: output, Warn: warn, Crit: crit, HostNetNS: 4026531840,
+		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) { return fixedSnapshot(), nil }}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s (-want +got):\n%s", path, d)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, format := range []string{"table", "wide", "json"} {
+		t.Run(format, func(t *testing.T) {
+			f, out, errOut := factory()
+			if err := runScan(fixedOptions(f, format, -1, -1)); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "scan_"+format, out.Bytes())
+			if want := "kdiag: note: 1 socket unattributed"; strings.Count(errOut.String(), want) != 1 {
+				t.Errorf("stderr %q: want the note once", errOut)
+			}
+		})
+	}
+}
+
+// TestJSONStreamMatchesSnapshot checks that the streamed JSON decodes to the
+// snapshot, so it stays netstat.Snapshot's schema.
+func TestJSONStreamMatchesSnapshot(t *testing.T) {
+	var buf bytes.Buffer
+	snap := fixedSnapshot()
+	if err := writeJSON(&buf, snap, view{}); err != nil {
+		t.Fatal(err)
+	}
+	var got netstat.Snapshot
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, buf.String())
+	}
+	if d := cmp.Diff(snap, &got, cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })); d != "" {
+		t.Errorf("decoded snapshot (-want +got):\n%s", d)
+	}
+	want, _ := json.Marshal(snap)
+	var a, b any
+	json.Unmarshal(want, &a)
+	json.Unmarshal(buf.Bytes(), &b)
+	if d := cmp.Diff(a, b); d != "" {
+		t.Errorf("streamed JSON differs from json.Marshal(snapshot) (-marshal +stream):\n%s", d)
+	}
+}
+
+func TestMonitoring(t *testing.T) {
+	tests := []struct {
+		name       string
+		warn, crit int
+		code       int
+		line       string
+	}{
+		{"ok", 5, 10, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT in pid 4242 (java), oldest 3m12s; 1 CLOSE_WAIT unattributed | close_wait=3;5;10 close_wait_total=5"},
+		{"warning", 2, 10, cmdutil.ExitWarning, "KDIAG WARNING - 3 CLOSE_WAIT in pid 4242 (java), oldest 3m12s; 1 CLOSE_WAIT unattributed | close_wait=3;2;10 close_wait_total=5"},
+		{"critical", 1, 2, cmdutil.ExitCritical, "KDIAG CRITICAL - 3 CLOSE_WAIT in pid 4242 (java), oldest 3m12s; 1 CLOSE_WAIT unattributed | close_wait=3;1;2 close_wait_total=5"},
+		{"at the threshold is not above it", 3, -1, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT in pid 4242 (java), oldest 3m12s; 1 CLOSE_WAIT unattributed | close_wait=3;3; close_wait_total=5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, out, _ := factory()
+			err := runScan(fixedOptions(f, "table", tt.warn, tt.crit))
+			if got := cmdutil.ExitCode(err); got != tt.code {
+				t.Errorf("exit code %d, want %d", got, tt.code)
+			}
+			first, rest, _ := strings.Cut(out.String(), "\n")
+			if first != tt.line {
+				t.Errorf("summary\n got %q\nwant %q", first, tt.line)
+			}
+			if !strings.HasPrefix(rest, "PID") {
+				t.Errorf("the table does not follow the summary:\n%s", out)
+			}
+		})
+	}
+	t.Run("unknown", func(t *testing.T) {
+		f, out, _ := factory()
+		o := fixedOptions(f, "table", 1, 2)
+		o.Scan = func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			return nil, errors.New("list processes: open /proc: permission denied")
+		}
+		err := runScan(o)
+		if got := cmdutil.ExitCode(err); got != cmdutil.ExitUnknown {
+			t.Errorf("exit code %d, want %d", got, cmdutil.ExitUnknown)
+		}
+		if want := "KDIAG UNKNOWN - scan failed: list processes: open /proc: permission denied\n"; out.String() != want {
+			t.Errorf("output %q, want %q", out, want)
+		}
+	})
+	t.Run("json keeps stdout JSON", func(t *testing.T) {
+		f, out, errOut := factory()
+		err := runScan(fixedOptions(f, "json", 1, 2))
+		if cmdutil.ExitCode(err) != cmdutil.ExitCritical {
+			t.Errorf("exit code %d", cmdutil.ExitCode(err))
+		}
+		if !json.Valid(out.Bytes()) || !strings.HasPrefix(errOut.String(), "KDIAG CRITICAL") {
+			t.Errorf("stdout JSON %v, stderr %q", json.Valid(out.Bytes()), errOut)
+		}
+	})
+}
+
+// TestScanJSONRealSockets runs the command on real sockets, in this process
+// and in a child, and decodes its JSON.
+func TestScanJSONRealSockets(t *testing.T) {
+	cw := sockettest.CloseWait(t, "tcp4", 2, sockettest.PeerData(3))
+	cw = append(cw, sockettest.CloseWait(t, "tcp6", 1)...)
+	child := sockettest.StartChild(t, sockettest.Spec{Network: "tcp4", CloseWait: 2, Listeners: 1})
+	want := append(cw, child.CloseWait...)
+	for _, src := range []string{"proc", "netlink"} {
+		t.Run(src, func(t *testing.T) {
+			f, out, errOut := factory()
+			cmd := NewCmdScan(f, nil)
+			cmd.SetArgs([]string{"--state", "close-wait", "--pid", strconv.Itoa(os.Getpid()) + "," + strconv.Itoa(child.PID), "--source", src, "-o", "json"})
+			if err := cmd.Execute(); err != nil {
+				if src == "netlink" && strings.Contains(err.Error(), "netlink") {
+					t.Skipf("netlink unavailable: %v", err)
+				}
+				t.Fatalf("%v; stderr %s", err, errOut)
+			}
+			// Decode as plain maps: the field names are the contract.
+			var doc struct {
+				Sockets   []map[string]any `json:"sockets"`
+				Processes []map[string]any `json:"processes"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			type sk struct {
+				State, Local, Remote string
+				RecvQ, Inode, PID    float64
+				FD                   float64
+			}
+			got := map[string]sk{}
+			for _, s := range doc.Sockets {
+				for _, k := range []string{"state", "local", "remote", "recv_q", "send_q", "inode", "pid", "fd", "age_ms"} {
+					if _, ok := s[k]; !ok {
+						t.Fatalf("socket %v has no %q", s, k)
+					}
+				}
+				x := sk{s["state"].(string), s["local"].(string), s["remote"].(string), s["recv_q"].(float64), s["inode"].(float64), s["pid"].(float64), s["fd"].(float64)}
+				got[x.Local+"->"+x.Remote] = x
+				if src == "netlink" && s["age_ms"] == nil {
+					t.Errorf("netlink socket without age_ms: %v", s)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("%d sockets reported, want exactly %d", len(got), len(want))
+			}
+			for _, w := range want {
+				x := sk{"CLOSE_WAIT", w.Local.String(), w.Remote.String(), float64(w.RecvQ), float64(w.Inode), float64(w.PID), float64(w.FD)}
+				if d := cmp.Diff(x, got[x.Local+"->"+x.Remote]); d != "" {
+					t.Errorf("%s (-want +got):\n%s", w, d)
+				}
+			}
+			pids := map[float64]map[string]any{}
+			for _, p := range doc.Processes {
+				for _, k := range []string{"pid", "name", "cmdline", "user", "netns", "states"} {
+					if _, ok := p[k]; !ok {
+						t.Fatalf("process %v has no %q", p, k)
+					}
+				}
+				pids[p["pid"].(float64)] = p
+			}
+			if p := pids[float64(child.PID)]; p == nil || p["states"].(map[string]any)["CLOSE_WAIT"] != float64(2) {
+				t.Errorf("child process %v, want 2 CLOSE_WAIT", p)
+			}
+			if p := pids[float64(os.Getpid())]; p == nil || p["states"].(map[string]any)["CLOSE_WAIT"] != float64(3) {
+				t.Errorf("own process %v, want 3 CLOSE_WAIT", p)
+			}
+		})
+	}
+}
+
+func TestFmtAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 1400 * time.Millisecond: "1s", 59 * time.Second: "59s", 192 * time.Second: "3m12s",
+		2*time.Hour + 5*time.Minute + 30*time.Second: "2h05m",
+	} {
+		if got := fmtAge(d); got != want {
+			t.Errorf("fmtAge(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

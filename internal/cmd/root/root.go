@@ -7,6 +7,7 @@ import (
 	producecmd "github.com/kdiag/kdiag/internal/cmd/produce"
 	reprocmd "github.com/kdiag/kdiag/internal/cmd/repro"
 	rulescmd "github.com/kdiag/kdiag/internal/cmd/rules"
+	"github.com/kdiag/kdiag/internal/cmd/scan"
 	"github.com/kdiag/kdiag/internal/cmd/version"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/spf13/cobra"
@@ -34,6 +35,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	})
 
 	cmd.AddCommand(version.NewCmdVersion(f))
+	cmd.AddCommand(scan.NewCmdScan(f, nil))
 	cmd.AddCommand(brokercmd.NewCmdBroker(f, nil))
 	cmd.AddCommand(lintcmd.NewCmdLint(f, nil))
 	cmd.AddCommand(rulescmd.NewCmdRules(f, nil))

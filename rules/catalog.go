@@ -450,7 +450,7 @@ func IsBrokerOnlyKey(key string) bool {
 
 // secretWords mark a key as holding a credential whatever the dialect (Spring
 // spells ssl.key-password, custom serializers add basic.auth.user.info).
-var secretWords = []string{"password", "secret", "passphrase", "jaas", "user.info", "credentials"}
+var secretWords = []string{"password", "secret", "passphrase", "jaas", "user.info"}
 
 // IsSecretKey reports whether values of key must never be shown: the Java
 // client's PASSWORD-type configs, the properties librdkafka marks sensitive,

@@ -72,7 +72,7 @@ var kd301 = &Rule{
 func checkLibDeliveryTimeout(p *Pass) {
 	v := p.view
 	mt, mtE, mtSet, ok1 := v.libValue("message.timeout.ms", "delivery.timeout.ms")
-	lg, lgE, lgSet, ok2 := v.libValue("linger.ms", "queue.buffering.max.ms")
+	lg, _, lgSet, ok2 := v.libValue("linger.ms", "queue.buffering.max.ms")
 	if !ok1 || !ok2 || !mtSet || !lgSet {
 		return
 	}
@@ -81,13 +81,12 @@ func checkLibDeliveryTimeout(p *Pass) {
 	if err1 != nil || err2 != nil || mtN == 0 || mtN > lgN {
 		return
 	}
-	_ = lgE
 	p.reportValue(mtE, Error, fmt.Sprintf("%s: %s is not greater than linger.ms (%s): librdkafka refuses the "+
 		"configuration", name(mtE), mt, lg), "Set message.timeout.ms well above linger.ms (the default is 300000).")
 }
 
-// idempotence returns whether the Java producer starts with idempotence on
-// before its conflict checks, and whether the file sets it.
+// javaIdempotence returns whether the Java producer starts with idempotence
+// on before its conflict checks, and whether the file sets it.
 func (v *fileView) javaIdempotence() (on bool, e config.Entry, set, ok bool) {
 	val, e, set, ok := v.javaValue("enable.idempotence")
 	if !ok {
@@ -125,8 +124,8 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// idempotenceConflicts lists what disables (or, explicitly enabled, rejects)
-// idempotence, in the order postProcessAndValidateIdempotenceConfigs checks.
+// idemConflict is one setting that disables (or, with idempotence explicitly
+// enabled, rejects) idempotence.
 type idemConflict struct {
 	rule  string
 	e     config.Entry
@@ -134,6 +133,9 @@ type idemConflict struct {
 	msg   string
 }
 
+// javaIdempotenceConflicts lists the conflicts in the order
+// postProcessAndValidateIdempotenceConfigs checks them; disabled says whether
+// the producer ends with idempotence off without throwing.
 func (v *fileView) javaIdempotenceConflicts() (disabled bool, cs []idemConflict) {
 	on, _, idemSet, ok := v.javaIdempotence()
 	if !ok || !on {
@@ -408,10 +410,17 @@ var kd307 = &Rule{
 		if want == nil {
 			return
 		}
-		mech, _, mechSet, _ := v.javaValue("sasl.mechanism")
-		mech = strings.ToUpper(strings.TrimSpace(mech))
+		mech, mechE, mechSet, _ := v.javaValue("sasl.mechanism")
+		mech = strings.TrimSpace(mech)
 		if mech == "" || containsString(want, mech) {
 			return // empty: KD306
+		}
+		if containsFold(want, mech) {
+			// The broker looks the client's mechanism up in its enabled
+			// list exactly (SaslServerAuthenticator), so "plain" fails.
+			p.reportValue(mechE, 0, fmt.Sprintf("%s: %q must be written %s: mechanism names are case-sensitive, and the broker rejects %q",
+				name(mechE), mech, strings.ToUpper(mech), mech), fmt.Sprintf("Set sasl.mechanism=%s.", strings.ToUpper(mech)))
+			return
 		}
 		how := "sasl.mechanism=" + mech
 		if !mechSet {

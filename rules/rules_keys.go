@@ -26,12 +26,14 @@ func springTyped(e config.Entry) bool {
 	return !strings.Contains(e.RawKey, ".properties.") && !strings.Contains(e.RawKey, ".properties[")
 }
 
-// javaCheck is how a Java entry's value fails its key's type or validator.
+// valueProblem is how an entry's value fails its key's type or validator.
 type valueProblem struct {
 	rule string // KD401, KD402 or KD403
 	msg  string
 }
 
+// checkJavaValue checks a value as ConfigDef would: parse by type, then the
+// validator. spring says the file is a Spring one (typed DataSize settings).
 func checkJavaValue(e config.Entry, s Setting, spring bool) *valueProblem {
 	val := strings.TrimSpace(e.Value)
 	key := name(e)
@@ -97,6 +99,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *valueProblem {
 	return nil
 }
 
+// checkLibValue checks a value against a librdkafka property's type and range.
 func checkLibValue(e config.Entry, s LibSetting) *valueProblem {
 	val := strings.TrimSpace(e.Value)
 	key := name(e)

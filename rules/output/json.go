@@ -14,7 +14,9 @@ type JSONReport struct {
 	Tool     string        `json:"tool"`
 	Version  string        `json:"version"`
 	Findings []JSONFinding `json:"findings"`
-	Summary  Summary       `json:"summary"`
+	// Problems lists the inputs that could not be linted; [] when none.
+	Problems []Problem `json:"problems"`
+	Summary  Summary   `json:"summary"`
 }
 
 // JSONFinding is one finding with its rule's title and documentation link.
@@ -43,6 +45,7 @@ func WriteJSON(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, met
 		Tool:     "kdiag",
 		Version:  meta.version(),
 		Findings: make([]JSONFinding, 0, len(fs)),
+		Problems: append([]Problem{}, meta.Problems...),
 		Summary:  Summarize(fs, meta.Files),
 	}
 	for _, f := range fs {

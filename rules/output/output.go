@@ -35,6 +35,21 @@ type Meta struct {
 	ToolVersion string
 	// Files is how many files were linted, for the summary.
 	Files int
+	// BaseDir, when set, is the directory relative paths are relative to
+	// (the working directory): SARIF writes an absolute path under it as a
+	// path relative to %SRCROOT%, so code scanning can place it in the
+	// checkout.
+	BaseDir string
+	// Problems are the inputs that could not be linted (unreadable,
+	// unparsable). Text output leaves them to standard error; json and
+	// sarif carry them, so a CI artifact says the run was incomplete.
+	Problems []Problem
+}
+
+// Problem is an input kdiag could not lint.
+type Problem struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
 }
 
 func (m Meta) version() string {

@@ -260,6 +260,12 @@ func TestSARIFSchema(t *testing.T) {
 			t.Errorf("%s: SARIF output does not validate against the 2.1.0 schema: %v\n%s", name, err, out)
 		}
 	}
+	withProblems := testMeta()
+	withProblems.BaseDir = "/src/repo"
+	withProblems.Problems = []Problem{{Path: "/src/repo/conf/locked.properties", Message: "permission denied"}, {Path: "<stdin>", Message: "yaml: line 2: did not find expected node content"}}
+	if out := write(t, "sarif", testFindings(), testCatalog(), withProblems); validateSARIF(t, sch, out) != nil {
+		t.Errorf("SARIF with tool notifications does not validate: %v\n%s", validateSARIF(t, sch, out), out)
+	}
 
 	// The validation can fail: a level SARIF does not know is rejected.
 	bad := bytes.Replace(write(t, "sarif", testFindings(), testCatalog(), testMeta()), []byte(`"level": "error"`), []byte(`"level": "fatal"`), 1)
@@ -363,6 +369,66 @@ func TestSARIFForGitHub(t *testing.T) {
 			t.Errorf("result %s: fingerprint %q empty or repeated", r.RuleID, fp)
 		}
 		fps[fp] = true
+	}
+}
+
+func TestSARIFProblemsAndBaseDir(t *testing.T) {
+	meta := testMeta()
+	meta.BaseDir = "/src/repo"
+	meta.Problems = []Problem{{Path: "/src/repo/conf/locked.properties", Message: "permission denied"}}
+	fs := []rules.Finding{
+		{RuleID: "KD101", Severity: rules.Warning, Path: "/src/repo/conf/a.properties", Pos: config.Pos{Line: 1, Col: 1}, Message: "m"},
+		{RuleID: "KD101", Severity: rules.Warning, Path: "/elsewhere/b.properties", Pos: config.Pos{Line: 1, Col: 1}, Message: "m"},
+		{RuleID: "KD101", Severity: rules.Warning, Path: "/src/repository/c.properties", Pos: config.Pos{Line: 1, Col: 1}, Message: "m"},
+	}
+	var doc struct {
+		Runs []struct {
+			Invocations []struct {
+				ExecutionSuccessful        bool
+				ToolExecutionNotifications []struct {
+					Level   string
+					Message struct{ Text string }
+				}
+			}
+			Results []struct {
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct{ URI, URIBaseID string }
+					}
+				}
+			}
+			ColumnKind string
+		}
+	}
+	if err := json.Unmarshal(write(t, "sarif", fs, testCatalog(), meta), &doc); err != nil {
+		t.Fatal(err)
+	}
+	run := doc.Runs[0]
+	inv := run.Invocations[0]
+	if inv.ExecutionSuccessful || len(inv.ToolExecutionNotifications) != 1 ||
+		inv.ToolExecutionNotifications[0].Level != "error" ||
+		!strings.Contains(inv.ToolExecutionNotifications[0].Message.Text, "permission denied") {
+		t.Errorf("invocation = %+v", inv)
+	}
+	var uris []string
+	for _, r := range run.Results {
+		a := r.Locations[0].PhysicalLocation.ArtifactLocation
+		uris = append(uris, a.URIBaseID+" "+a.URI)
+	}
+	want := []string{" file:///elsewhere/b.properties", "%SRCROOT% conf/a.properties", " file:///src/repository/c.properties"}
+	if diff := cmp.Diff(want, uris); diff != "" {
+		t.Errorf("artifact URIs (-want +got):\n%s", diff)
+	}
+	if run.ColumnKind != "unicodeCodePoints" {
+		t.Errorf("columnKind = %q", run.ColumnKind)
+	}
+
+	var rep JSONReport
+	if err := json.Unmarshal(write(t, "json", nil, nil, meta), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(meta.Problems, rep.Problems); diff != "" {
+		t.Errorf("json problems (-want +got):\n%s", diff)
 	}
 }
 

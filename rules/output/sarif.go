@@ -36,10 +36,28 @@ type sarifLog struct {
 }
 
 type sarifRun struct {
-	Tool    sarifTool     `json:"tool"`
-	Results []sarifResult `json:"results"`
+	Tool        sarifTool         `json:"tool"`
+	Invocations []sarifInvocation `json:"invocations"`
+	Results     []sarifResult     `json:"results"`
+	// ColumnKind says columns count Unicode code points, as config.Pos
+	// does (SARIF's default is UTF-16 code units, §3.14.26).
+	ColumnKind string `json:"columnKind"`
 	// OriginalURIBaseIDs is left out: GitHub sets %SRCROOT% itself, and an
 	// absolute local path would leak the runner's layout.
+}
+
+// sarifInvocation (§3.20) says whether the run covered every input; an input
+// kdiag could not read is a toolExecutionNotification (§3.58), which GitHub
+// shows on the tool's status page.
+type sarifInvocation struct {
+	ExecutionSuccessful        bool                `json:"executionSuccessful"`
+	ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications,omitempty"`
+}
+
+type sarifNotification struct {
+	Level     string          `json:"level"`
+	Message   sarifText       `json:"message"`
+	Locations []sarifLocation `json:"locations,omitempty"`
 }
 
 type sarifTool struct {
@@ -163,7 +181,7 @@ func WriteSARIF(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, me
 			RuleIndex: ruleIndex[f.RuleID],
 			Level:     level(f.Severity),
 			Message:   sarifText{Text: f.Message},
-			Locations: []sarifLocation{{PhysicalLocation: physical(f)}},
+			Locations: []sarifLocation{{PhysicalLocation: physical(f, meta.BaseDir)}},
 		}
 		// The fingerprint leaves out the line, so a finding keeps its
 		// identity when lines are added above it; the occurrence count tells
@@ -187,7 +205,9 @@ func WriteSARIF(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, me
 				InformationURI: InformationURI,
 				Rules:          descs,
 			}},
-			Results: results,
+			Invocations: []sarifInvocation{invocation(meta)},
+			Results:     results,
+			ColumnKind:  "unicodeCodePoints",
 		}},
 	}
 	enc := json.NewEncoder(w)
@@ -302,8 +322,8 @@ func ruleName(title string) string {
 
 // physical is a result's location: the artifact and, when known, the
 // region. SARIF lines and columns are 1-based, like config.Pos.
-func physical(f rules.Finding) sarifPhysical {
-	p := sarifPhysical{ArtifactLocation: artifact(f.Path)}
+func physical(f rules.Finding, base string) sarifPhysical {
+	p := sarifPhysical{ArtifactLocation: artifact(f.Path, base)}
 	if f.Pos.Line > 0 {
 		p.Region = &sarifRegion{StartLine: f.Pos.Line}
 		if f.Pos.Col > 0 {
@@ -313,9 +333,28 @@ func physical(f rules.Finding) sarifPhysical {
 	return p
 }
 
+// invocation reports the inputs that could not be linted.
+func invocation(meta Meta) sarifInvocation {
+	inv := sarifInvocation{ExecutionSuccessful: len(meta.Problems) == 0}
+	for _, p := range meta.Problems {
+		n := sarifNotification{Level: "error", Message: sarifText{Text: p.Path + ": " + p.Message}}
+		if p.Path != "" {
+			n.Locations = []sarifLocation{{PhysicalLocation: sarifPhysical{ArtifactLocation: artifact(p.Path, meta.BaseDir)}}}
+		}
+		inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, n)
+	}
+	return inv
+}
+
 // artifact turns a path into a URI reference (§3.4): relative paths with
-// forward slashes against %SRCROOT%, absolute ones as file: URIs.
-func artifact(path string) sarifArtifact {
+// forward slashes against %SRCROOT%, absolute ones under base made relative
+// the same way, other absolute ones as file: URIs.
+func artifact(path, base string) sarifArtifact {
+	if filepath.IsAbs(path) && base != "" {
+		if rel, err := filepath.Rel(base, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			path = rel
+		}
+	}
 	p := filepath.ToSlash(path)
 	if filepath.IsAbs(path) {
 		return sarifArtifact{URI: (&url.URL{Scheme: "file", Path: p}).String()}

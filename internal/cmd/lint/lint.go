@@ -164,12 +164,12 @@ func runLint(opts *LintOptions) error {
 	}
 
 	var (
-		failed bool
-		inputs []input
-		stdin  bool
+		problems []output.Problem
+		inputs   []input
+		stdin    bool
 	)
 	report := func(path string, err error) {
-		failed = true
+		problems = append(problems, output.Problem{Path: path, Message: cause(err).Error()})
 		fmt.Fprintf(opts.IO.ErrOut, "lint: %s: %v\n", path, cause(err))
 	}
 	for _, arg := range opts.Args {
@@ -234,11 +234,14 @@ func runLint(opts *LintOptions) error {
 		findings = kept
 	}
 
-	meta := output.Meta{ToolVersion: opts.ToolVersion, Files: len(files)}
+	meta := output.Meta{ToolVersion: opts.ToolVersion, Files: len(files), Problems: problems}
+	if wd, err := os.Getwd(); err == nil {
+		meta.BaseDir = wd
+	}
 	if err := output.Writers[opts.Format](opts.IO.Out, findings, rules.All(), meta); err != nil {
 		return fmt.Errorf("lint: writing %s output: %w", opts.Format, err)
 	}
-	if failed {
+	if len(problems) > 0 {
 		// Every unreadable input has been reported above.
 		return cmdutil.Exit(cmdutil.ExitUsage)
 	}

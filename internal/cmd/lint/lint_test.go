@@ -241,6 +241,16 @@ func TestUnreadableAmongGood(t *testing.T) {
 	if diff := cmp.Diff([]string{filepath.ToSlash(good)}, paths(t, out)); diff != "" {
 		t.Errorf("the readable file was not linted (-want +got):\n%s", diff)
 	}
+	// The json document says so too, for CI artifacts.
+	var rep struct {
+		Problems []struct{ Path, Message string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 3 {
+		t.Errorf("json problems = %+v, want the 3 unreadable inputs", rep.Problems)
+	}
 }
 
 func TestParseErrorIsReported(t *testing.T) {

@@ -199,8 +199,18 @@ func runLint(opts *LintOptions) error {
 		}
 	}
 
+	// A file named twice (or given and also found in a directory) is linted
+	// once: its findings would otherwise be counted twice.
+	seen := map[string]bool{}
 	var files []*config.File
 	for _, in := range inputs {
+		if !in.stdin {
+			key := filepath.Clean(in.name)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+		}
 		var data []byte
 		if in.stdin {
 			data, err = io.ReadAll(opts.IO.In)

@@ -192,6 +192,15 @@ func TestDirectoryWalk(t *testing.T) {
 	}
 }
 
+func TestFileGivenTwiceIsLintedOnce(t *testing.T) {
+	file := td("tree/conf/producer.properties")
+	_, once, _ := run(t, "", nil, file)
+	_, twice, _ := run(t, "", nil, file, "./"+file, td("tree/conf"))
+	if once != twice {
+		t.Errorf("once:\n%s\ngiven three ways:\n%s", once, twice)
+	}
+}
+
 func TestEmptyDirectoryWarns(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := run(t, "", nil, dir)

@@ -19,14 +19,14 @@ func judge(sc Scenario, res *Result) {
 
 	switch {
 	case res.CloseWaitFinal > 0 && sc.Expect == ExpectGrowth && grew:
-		res.Verdict = fmt.Sprintf("CLOSE_WAIT growing: %d sockets at the end, oldest %s; connections grew from %d in the first third of the run to %d — %s",
-			res.CloseWaitFinal, secs(res.CloseWaitOldestMS), from, to, sc.Cause)
+		res.Verdict = fmt.Sprintf("CLOSE_WAIT growing: %s at the end, oldest %s; connections grew from %d in the first third of the run to %d — %s",
+			plural(res.CloseWaitFinal, "socket"), secs(res.CloseWaitOldestMS), from, to, sc.Cause)
 	case res.CloseWaitFinal > 0:
-		res.Verdict = fmt.Sprintf("CLOSE_WAIT held: %d sockets, oldest %s — %s",
-			res.CloseWaitFinal, secs(res.CloseWaitOldestMS), sc.Cause)
+		res.Verdict = fmt.Sprintf("CLOSE_WAIT held: %s, oldest %s — %s",
+			plural(res.CloseWaitFinal, "socket"), secs(res.CloseWaitOldestMS), sc.Cause)
 	case res.CloseWaitPeak > 0:
-		res.Verdict = fmt.Sprintf("CLOSE_WAIT came and went: up to %d sockets, the longest for %s — %s",
-			res.CloseWaitPeak, secs(res.CloseWaitOldestMS), sc.Cause)
+		res.Verdict = fmt.Sprintf("CLOSE_WAIT came and went: up to %s, the longest for %s — %s",
+			plural(res.CloseWaitPeak, "socket"), secs(res.CloseWaitOldestMS), sc.Cause)
 	default:
 		res.Verdict = "OK: no CLOSE_WAIT"
 		switch {

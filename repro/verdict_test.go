@@ -1,0 +1,197 @@
+package repro
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/producer"
+)
+
+func TestScale(t *testing.T) {
+	tests := []struct {
+		d, idle, want time.Duration
+	}{
+		{540 * time.Second, 3 * time.Second, 2700 * time.Millisecond},
+		{RealMetadataMaxAge, 3 * time.Second, 1500 * time.Millisecond},
+		{RealBrokerIdle, 3 * time.Second, 3 * time.Second},
+		{800 * time.Second, 3 * time.Second, 4 * time.Second},
+		{RealBrokerIdle, RealBrokerIdle, RealBrokerIdle}, // a real cluster: real timers
+		{0, 3 * time.Second, 0},
+		{time.Millisecond, time.Second, time.Millisecond}, // never below 1ms
+	}
+	for _, tt := range tests {
+		if got := Scale(tt.d, tt.idle); got != tt.want {
+			t.Errorf("Scale(%v, %v) = %v, want %v", tt.d, tt.idle, got, tt.want)
+		}
+	}
+}
+
+func TestSettings(t *testing.T) {
+	healthy, _ := Lookup("healthy")
+	passive, _ := Lookup("passive-close")
+	for _, tt := range []struct {
+		sc   Scenario
+		want map[string]string
+	}{
+		{healthy, map[string]string{"connections.max.idle.ms": "2700", "metadata.max.age.ms": "1500"}},
+		{passive, map[string]string{"connections.max.idle.ms": "-1", "metadata.max.age.ms": "1500"}},
+	} {
+		if diff := cmp.Diff(tt.want, tt.sc.Settings(3*time.Second)); diff != "" {
+			t.Errorf("%s settings (-want +got):\n%s", tt.sc.Name, diff)
+		}
+	}
+}
+
+func TestCatalog(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range Catalog() {
+		if s.Name == "" || seen[s.Name] {
+			t.Errorf("scenario name %q empty or duplicate", s.Name)
+		}
+		seen[s.Name] = true
+		if s.Shows == "" || s.Cause == "" {
+			t.Errorf("%s: Shows and Cause are what the report says; both must be set", s.Name)
+		}
+		if s.Reader != "poll" && s.Reader != "on-demand" {
+			t.Errorf("%s: reader %q", s.Name, s.Reader)
+		}
+		if s.Interval <= 0 {
+			t.Errorf("%s: no interval", s.Name)
+		}
+		// A scenario whose client closes idle connections first must close
+		// them before the broker does, at any scale.
+		if s.ClientIdle >= RealBrokerIdle {
+			t.Errorf("%s: client idle %v is not below the broker's %v", s.Name, s.ClientIdle, RealBrokerIdle)
+		}
+	}
+	for _, want := range []string{"healthy", "never-idle", "passive-close", "leak", "stalled-callback"} {
+		if !seen[want] {
+			t.Errorf("catalog lacks %q", want)
+		}
+	}
+}
+
+// series builds samples one SampleInterval apart from (established,
+// close_wait) pairs.
+func series(pairs ...[2]int) []Sample {
+	var out []Sample
+	for i, p := range pairs {
+		d := time.Duration(i) * 200 * time.Millisecond
+		out = append(out, Sample{Elapsed: d, ElapsedMS: d.Milliseconds(), Established: p[0], CloseWait: p[1]})
+	}
+	return out
+}
+
+func TestJudge(t *testing.T) {
+	scen := func(name string) Scenario { s, _ := Lookup(name); return s }
+	tests := []struct {
+		name        string
+		sc          Scenario
+		res         Result
+		wantVerdict string
+		wantOK      bool
+	}{
+		{
+			name:        "healthy: the client closed first",
+			sc:          scen("healthy"),
+			res:         Result{BrokerIdleMS: 3000, Client: &producer.Stats{ClosedIdle: 5}, Broker: &broker.Stats{}},
+			wantVerdict: "OK: no CLOSE_WAIT — the client closed 5 idle connections before the broker's 3s idle timeout",
+			wantOK:      true,
+		},
+		{
+			name:        "healthy but CLOSE_WAIT was seen",
+			sc:          scen("healthy"),
+			res:         Result{CloseWaitPeak: 1, CloseWaitOldestMS: 400, Client: &producer.Stats{ClosedIdle: 5}},
+			wantVerdict: "CLOSE_WAIT came and went: up to 1 socket, the longest for 0.4s — the client closed its idle connections first",
+			wantOK:      false,
+		},
+		{
+			name:        "never-idle: the broker closed, the client followed",
+			sc:          scen("never-idle"),
+			res:         Result{Broker: &broker.Stats{Counts: broker.Counts{ClosedIdle: 6}}, Client: &producer.Stats{PeerCloses: 6}},
+			wantVerdict: "OK: no CLOSE_WAIT — the broker closed 6 idle connections and the client closed its end at once",
+			wantOK:      true,
+		},
+		{
+			name:        "never-idle on a real cluster: the client's peer closes count",
+			sc:          scen("never-idle"),
+			res:         Result{Client: &producer.Stats{PeerCloses: 2}},
+			wantVerdict: "OK: no CLOSE_WAIT",
+			wantOK:      true,
+		},
+		{
+			name:        "never-idle with nothing closed shows nothing",
+			sc:          scen("never-idle"),
+			res:         Result{Broker: &broker.Stats{}, Client: &producer.Stats{}},
+			wantVerdict: "OK: no CLOSE_WAIT",
+			wantOK:      false,
+		},
+		{
+			name:        "passive-close held",
+			sc:          scen("passive-close"),
+			res:         Result{CloseWaitPeak: 5, CloseWaitFinal: 3, CloseWaitOldestMS: 7000},
+			wantVerdict: "CLOSE_WAIT held: 3 sockets, oldest 7.0s — the client does not read idle connections, so it never sees the broker's FIN",
+			wantOK:      true,
+		},
+		{
+			name: "leak grows",
+			sc:   scen("leak"),
+			res: Result{CloseWaitPeak: 9, CloseWaitFinal: 9, CloseWaitOldestMS: 2000,
+				Series: series([2]int{0, 0}, [2]int{3, 0}, [2]int{6, 0}, [2]int{6, 3}, [2]int{9, 3}, [2]int{9, 6}, [2]int{12, 6}, [2]int{12, 9}, [2]int{15, 9})},
+			wantVerdict: "CLOSE_WAIT growing: 9 sockets at the end, oldest 2.0s; connections grew from 6 in the first third of the run to 24 — producers are created per message and never closed",
+			wantOK:      true,
+		},
+		{
+			name: "leak that does not grow",
+			sc:   scen("leak"),
+			res: Result{CloseWaitPeak: 3, CloseWaitFinal: 3, CloseWaitOldestMS: 2000,
+				Series: series([2]int{3, 0}, [2]int{3, 0}, [2]int{0, 3}, [2]int{0, 3}, [2]int{0, 3}, [2]int{0, 3})},
+			wantVerdict: "CLOSE_WAIT held: 3 sockets, oldest 2.0s — producers are created per message and never closed",
+			wantOK:      false,
+		},
+		{
+			name:        "stalled callback, cleared by the end",
+			sc:          scen("stalled-callback"),
+			res:         Result{CloseWaitPeak: 6, CloseWaitOldestMS: 2800},
+			wantVerdict: "CLOSE_WAIT came and went: up to 6 sockets, the longest for 2.8s — a send callback blocks the network goroutine, so nothing reads the broker's FIN",
+			wantOK:      true,
+		},
+		{
+			name:        "interrupted runs are never as expected",
+			sc:          scen("passive-close"),
+			res:         Result{CloseWaitPeak: 1, CloseWaitFinal: 1, CloseWaitOldestMS: 1000, Interrupted: true},
+			wantVerdict: "interrupted: CLOSE_WAIT held: 1 socket, oldest 1.0s — the client does not read idle connections, so it never sees the broker's FIN",
+			wantOK:      false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := tt.res
+			judge(tt.sc, &res)
+			if res.Verdict != tt.wantVerdict {
+				t.Errorf("verdict\n got %q\nwant %q", res.Verdict, tt.wantVerdict)
+			}
+			if res.AsExpected != tt.wantOK {
+				t.Errorf("AsExpected = %v, want %v", res.AsExpected, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	tb := newTailBuffer(nilLogger())
+	for i := range 8 {
+		_, _ = tb.Write([]byte(strings.Repeat("x", i) + "\n"))
+	}
+	_, _ = tb.Write([]byte("partial"))
+	if got, want := tb.Tail(), "xxx | xxxx | xxxxx | xxxxxx | xxxxxxx | partial"; got != want {
+		t.Errorf("Tail() = %q, want %q", got, want)
+	}
+}
+
+func nilLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

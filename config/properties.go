@@ -70,8 +70,11 @@ type propReader struct {
 	f   *File
 	src []rune
 	pos []Pos
-	eof Pos // position just past the input
 	i   int
+	// text and tpos back every propLine; readLine reuses them, so a line
+	// is valid until the next call.
+	text []rune
+	tpos []Pos
 }
 
 // parsePropertiesInto appends data's entries, comments and problems to f.
@@ -117,7 +120,6 @@ func (pr *propReader) decode(data []byte) {
 			col++
 		}
 	}
-	pr.eof = Pos{line, col}
 }
 
 func isBlank(c rune) bool { return c == ' ' || c == '\t' || c == '\f' }
@@ -129,7 +131,8 @@ func isBlank(c rune) bool { return c == ' ' || c == '\t' || c == '\f' }
 // backslash alone at the end of input makes an empty line, which Java loads
 // as the key "" with the value "".
 func (pr *propReader) readLine() (propLine, bool) {
-	var ln propLine
+	ln := propLine{text: pr.text[:0], pos: pr.tpos[:0]}
+	defer func() { pr.text, pr.tpos = ln.text, ln.pos }()
 	skipBlank := true
 	appendedLineBegin := false
 	precedingBackslash := false

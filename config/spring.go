@@ -124,6 +124,17 @@ type springItem struct {
 //     Spring drops every character of a map key other than letters, digits,
 //     "-" and "." (Spring Boot reference, "Binding Maps"), and so does this.
 //
+// Spring Boot reads application.properties with its own loader
+// (org.springframework.boot.env.OriginTrackedPropertiesLoader), close to
+// Properties.load but not the same, and this parser follows Java's:
+//   - Spring reads the file as ISO-8859-1; here it is UTF-8 (see
+//     ParseProperties), so a non-ASCII character written unescaped reads
+//     as one character here and as two or three in Spring;
+//   - Spring continues a line only at a backslash before \n (before \r\n it
+//     keeps a CR in the value), and ignores an empty key;
+//   - a #--- comment right after another # comment line does not start a
+//     document in Spring; here every #--- at the start of a line does.
+//
 // Keys outside spring.kafka, and the groups for other clients
 // (consumer, admin, streams, listener, jaas, template, retry), make no
 // entry. A spring.kafka.producer.* key (or spring.kafka.* key) that is none
@@ -594,6 +605,9 @@ func (m *springMapper) add(it springItem) {
 		e.Key, e.Rank = key, rank
 		switch {
 		case len(el) == i+1:
+		case len(el) == i+2 && key == "bootstrap.servers" && el[i+1].bracket && el[i+1].name == "":
+			// OriginTrackedPropertiesLoader expands name[]=a,b,c into
+			// name[0], name[1], ...: the same list as name=a,b,c.
 		case len(el) == i+2 && key == "bootstrap.servers" && el[i+1].bracket:
 			idx, err := strconv.Atoi(el[i+1].name)
 			if err != nil {

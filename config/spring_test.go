@@ -58,6 +58,13 @@ func TestParseSpringProperties(t *testing.T) {
 			},
 		},
 		{
+			name: "name[]=a,b list shortcut",
+			in:   "spring.kafka.bootstrap-servers[]=a:9092,b:9092\n",
+			want: []sEnt{
+				{"bootstrap.servers", "spring.kafka.bootstrap-servers[]", "a:9092,b:9092", "", Pos{1, 1}, Pos{1, 34}, RankSpringCommon, 0},
+			},
+		},
+		{
 			name: "properties maps, dotted and bracketed",
 			in: "spring.kafka.properties.connections.max.idle.ms=-1\n" +
 				"spring.kafka.properties[sasl.jaas.config]=x\n" +

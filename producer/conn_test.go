@@ -273,3 +273,25 @@ func TestAcksZero(t *testing.T) {
 		t.Fatalf("read back %v (errors %v)", recs, fs.Errors())
 	}
 }
+
+// TestLocalhostAndDeadBootstrap: a host name is resolved as Java describes
+// it ("localhost/127.0.0.1", IPv4 first), and a bootstrap server that
+// refuses connections is logged and skipped.
+func TestLocalhostAndDeadBootstrap(t *testing.T) {
+	c := newCluster(t, 1, 0, kfake.SeedTopics(1, "t"))
+	_, port, _ := strings.Cut(c.ListenAddrs()[0], ":")
+	dead := newCluster(t, 1, 0)
+	deadAddr := dead.ListenAddrs()[0]
+	dead.Close() // nothing listens there now
+	p, logs := newProducer(t, c, map[string]string{"bootstrap.servers": deadAddr + ",localhost:" + port})
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	if logs.index(fmt.Sprintf("Initiating connection to node localhost:%s (id: -2 rack: null) using address localhost/127.0.0.1", port)) < 0 {
+		t.Error("no Java-style address for localhost")
+	}
+	waitFor(t, "a connect failure", func() bool { return p.Stats().ConnectFailures >= 1 })
+	if logs.index("Connection to node -1 (/127.0.0.1:") < 0 || logs.index("could not be established. Node may not be available.") < 0 {
+		t.Error("connect failure not logged as Java does")
+	}
+}

@@ -32,6 +32,10 @@ const (
 // and we retry with that.
 const apiVersionsFirst = 4
 
+// maxPartitions bounds the partition numbers taken from a METADATA response,
+// so that a bad response cannot make us allocate without limit.
+const maxPartitions = 1 << 20
+
 type connState int
 
 const (
@@ -107,6 +111,7 @@ type nodeState struct {
 	backoff     time.Duration
 	failures    int
 	connected   bool // had a connection before: the next one is a reconnect
+	addrIndex   int  // which of the host's addresses to try next
 }
 
 type topicPartition struct {
@@ -509,13 +514,18 @@ func (s *sender) onMetadata(resp *kmsg.MetadataResponse, now time.Time) {
 		}
 		maxP := int32(-1)
 		for _, p := range t.Partitions {
-			maxP = max(maxP, p.Partition)
+			if p.Partition >= 0 && p.Partition < maxPartitions {
+				maxP = max(maxP, p.Partition)
+			}
 		}
 		tm.partitions = make([]partitionMeta, maxP+1)
 		for i := range tm.partitions {
 			tm.partitions[i].leader = -1
 		}
 		for _, p := range t.Partitions {
+			if p.Partition < 0 || p.Partition >= maxPartitions {
+				continue // not a partition number a broker sends; ignore rather than index with it
+			}
 			leader := p.Leader
 			if p.ErrorCode != 0 && p.ErrorCode != kerr.ReplicaNotAvailable.Code {
 				leader = -1
@@ -909,7 +919,7 @@ func (s *sender) connect(n Node, now time.Time) {
 		s.nodes[n.ID] = ns
 	}
 	ns.lastAttempt = now
-	ip, desc, err := s.resolve(n.Host)
+	ip, desc, err := s.resolve(n.Host, ns.addrIndex)
 	if err != nil {
 		s.p.log.Warn(fmt.Sprintf("Error connecting to node %s", n), "err", err)
 		s.backoff(ns)
@@ -944,7 +954,12 @@ func (s *sender) connect(n Node, now time.Time) {
 
 // resolve returns the first address of host and Java's description of it
 // (InetAddress.toString: "localhost/127.0.0.1", "/127.0.0.1" for a literal).
-func (s *sender) resolve(host string) (ip, desc string, err error) {
+//
+// With several addresses it takes the i-th (modulo their number), IPv4
+// first as the JVM orders them by default (java.net.preferIPv6Addresses=
+// false): after a failed attempt the next one is tried, as
+// client.dns.lookup=use_all_dns_ips does.
+func (s *sender) resolve(host string, i int) (ip, desc string, err error) {
 	if a := net.ParseIP(host); a != nil {
 		return a.String(), "/" + a.String(), nil
 	}
@@ -957,7 +972,9 @@ func (s *sender) resolve(host string) (ip, desc string, err error) {
 	if len(addrs) == 0 {
 		return "", "", fmt.Errorf("no address for %s", host)
 	}
-	return addrs[0].IP.String(), host + "/" + addrs[0].IP.String(), nil
+	sort.SliceStable(addrs, func(a, b int) bool { return addrs[a].IP.To4() != nil && addrs[b].IP.To4() == nil })
+	a := addrs[i%len(addrs)].IP.String()
+	return a, host + "/" + a, nil
 }
 
 // backoff is ClusterConnectionStates.updateReconnectBackoff: exponential
@@ -995,6 +1012,7 @@ func (s *sender) handle(ev event) {
 			s.p.log.Warn(fmt.Sprintf("Connection to node %d (%s:%d) could not be established. Node may not be available.",
 				c.node.ID, c.desc, c.node.Port), "err", ev.err)
 			s.p.stats.connectFailures.Add(1)
+			s.nodes[c.node.ID].addrIndex++
 			s.closeConn(c, closeConnectFailed, ev.err, now)
 			return
 		}

@@ -292,3 +292,27 @@ func FuzzLintFile(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkLintFile lints a typical producer file (go test -bench LintFile ./rules).
+func BenchmarkLintFile(b *testing.B) {
+	src := []byte(`bootstrap.servers=b1:9092,b2:9092,b3:9092
+acks=all
+linger.ms=20
+batch.size=65536
+compression.type=zstd
+connections.max.idle.ms=300000
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="app" password="${env:KAFKA_PASSWORD}";
+connection.max.idle.ms=1
+`)
+	f, err := config.Parse("producer.properties", src, config.Java)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := DefaultOptions()
+	b.ReportAllocs()
+	for b.Loop() {
+		LintFile(f, opts)
+	}
+}

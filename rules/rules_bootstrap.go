@@ -271,7 +271,7 @@ var kd205 = &Rule{
 		if !ok || len(entries) <= maxBootstrap {
 			return
 		}
-		p.reportValue(e, 0, fmt.Sprintf("%s lists %d brokers: %d are enough to bootstrap", name(e), len(entries), maxBootstrap-1), "")
+		p.reportValue(e, 0, fmt.Sprintf("%s lists %d brokers: three or four are enough to bootstrap, and long lists go stale", name(e), len(entries)), "")
 	},
 }
 

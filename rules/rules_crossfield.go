@@ -72,17 +72,22 @@ var kd301 = &Rule{
 func checkLibDeliveryTimeout(p *Pass) {
 	v := p.view
 	mt, mtE, mtSet, ok1 := v.libValue("message.timeout.ms", "delivery.timeout.ms")
-	lg, _, lgSet, ok2 := v.libValue("linger.ms", "queue.buffering.max.ms")
-	if !ok1 || !ok2 || !mtSet || !lgSet {
-		return
+	lg, lgE, lgSet, ok2 := v.libValue("linger.ms", "queue.buffering.max.ms")
+	if !ok1 || !ok2 || !lgSet {
+		return // librdkafka lowers an unset linger.ms itself
 	}
 	mtN, err1 := strconv.ParseFloat(mt, 64)
 	lgN, err2 := strconv.ParseFloat(lg, 64)
 	if err1 != nil || err2 != nil || mtN == 0 || mtN > lgN {
 		return
 	}
-	p.reportValue(mtE, Error, fmt.Sprintf("%s: %s is not greater than linger.ms (%s): librdkafka refuses the "+
-		"configuration", name(mtE), mt, lg), "Set message.timeout.ms well above linger.ms (the default is 300000).")
+	msg := fmt.Sprintf("%s: %s is not greater than linger.ms (%s): librdkafka refuses the configuration", name(mtE), mt, lg)
+	if !mtSet {
+		p.reportValue(lgE, Error, fmt.Sprintf("%s: %s is not below message.timeout.ms (default %s): librdkafka refuses the configuration", name(lgE), lg, mt),
+			"Lower linger.ms well below message.timeout.ms.")
+		return
+	}
+	p.reportValue(mtE, Error, msg, "Set message.timeout.ms well above linger.ms (the default is 300000).")
 }
 
 // javaIdempotence returns whether the Java producer starts with idempotence

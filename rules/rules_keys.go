@@ -398,8 +398,10 @@ func abs(x int) int {
 	return x
 }
 
+var keySeparators = strings.NewReplacer("-", ".", "_", ".")
+
 func normKey(s string) string {
-	return strings.NewReplacer("-", ".", "_", ".").Replace(strings.ToLower(s))
+	return keySeparators.Replace(strings.ToLower(s))
 }
 
 // damerau is the optimal-string-alignment Damerau-Levenshtein distance:

@@ -6,9 +6,11 @@ import (
 	lintcmd "github.com/kdiag/kdiag/internal/cmd/lint"
 	producecmd "github.com/kdiag/kdiag/internal/cmd/produce"
 	reprocmd "github.com/kdiag/kdiag/internal/cmd/repro"
+	reportcmd "github.com/kdiag/kdiag/internal/cmd/report"
 	rulescmd "github.com/kdiag/kdiag/internal/cmd/rules"
 	"github.com/kdiag/kdiag/internal/cmd/scan"
 	"github.com/kdiag/kdiag/internal/cmd/version"
+	"github.com/kdiag/kdiag/internal/cmd/watch"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/spf13/cobra"
 )
@@ -40,6 +42,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	cmd.AddCommand(lintcmd.NewCmdLint(f, nil))
 	cmd.AddCommand(rulescmd.NewCmdRules(f, nil))
 	cmd.AddCommand(producecmd.NewCmdProduce(f, nil))
+	cmd.AddCommand(watch.NewCmdWatch(f, nil))
+	cmd.AddCommand(reportcmd.NewCmdReport(f, nil))
 	cmd.AddCommand(reprocmd.NewCmdRepro(f, nil))
 	// Subcommands register here, one line each.
 	return cmd

@@ -1,0 +1,68 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kdiag/kdiag/internal/cmdutil"
+)
+
+// TestReplayCutRecording replays the real recording of report/testdata with
+// its last line cut in the middle, as a kill -9 of watch leaves it: the cut
+// line is a note, the rest is reported.
+func TestReplayCutRecording(t *testing.T) {
+	b, err := os.ReadFile("../../../report/testdata/leak.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	last := lines[len(lines)-2] // the final element is "" after the last "\n"
+	cut := strings.Join(lines[:len(lines)-2], "") + last[:len(last)/3]
+	path := filepath.Join(t.TempDir(), "cut.jsonl")
+	if err := os.WriteFile(path, []byte(cut), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"markdown", "html"} {
+		ios, _, out, errOut := cmdutil.Test()
+		err := runReport(&ReportOptions{IO: ios, File: path, Output: format})
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		n := len(lines) - 1
+		if want := "line " + itoa(n) + ": cut short"; !strings.Contains(errOut.String(), want) {
+			t.Errorf("%s: stderr %q lacks %q", format, errOut, want)
+		}
+		if want := itoa(n-1) + " samples"; !strings.Contains(out.String(), want) {
+			t.Errorf("%s: report lacks %q", format, want)
+		}
+		if !strings.Contains(out.String(), "CLOSE") || !strings.Contains(out.String(), "cut short") {
+			t.Errorf("%s: report lacks the finding or the note", format)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestReportFlagsAndErrors(t *testing.T) {
+	f := &cmdutil.Factory{}
+	f.IO, _, _, _ = cmdutil.Test()
+	var got *ReportOptions
+	cmd := NewCmdReport(f, func(o *ReportOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"rec.jsonl", "--out", "r.md"})
+	if err := cmd.Execute(); err != nil || got.Output != "markdown" || got.File != "rec.jsonl" {
+		t.Fatalf("err %v, opts %+v", err, got)
+	}
+	cmd = NewCmdReport(f, func(o *ReportOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"rec.jsonl", "--out", "r.html"})
+	if err := cmd.Execute(); err != nil || got.Output != "html" {
+		t.Fatalf("err %v, opts %+v", err, got)
+	}
+	ios, _, _, _ := cmdutil.Test()
+	err := runReport(&ReportOptions{IO: ios, File: filepath.Join(t.TempDir(), "missing.jsonl"), Output: "html"})
+	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing file: %v", err)
+	}
+}

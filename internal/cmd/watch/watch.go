@@ -1,0 +1,422 @@
+// Package watch implements `kdiag watch`: scan at an interval, show the
+// counts live, and on exit say what the series shows (the analyzer's
+// findings); optionally record the snapshots, serve Prometheus metrics,
+// write a node_exporter textfile and a report.
+package watch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kdiag/kdiag/analyzer"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/metrics"
+	"github.com/kdiag/kdiag/netstat"
+	"github.com/kdiag/kdiag/record"
+	"github.com/kdiag/kdiag/report"
+	"github.com/spf13/cobra"
+)
+
+// WatchOptions are the parsed flags of `kdiag watch` and its dependencies.
+type WatchOptions struct {
+	IO *cmdutil.IOStreams
+	// Context is the run's parent context (SIGINT and SIGTERM are added to
+	// it); nil means context.Background.
+	Context context.Context
+	// Scan takes one snapshot: a netstat.Scanner's Scan, kept for the whole
+	// run so repeated scans reuse what it learned (which fd held which inode).
+	Scan func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error)
+
+	Filters  cmdutil.Filters
+	Query    netstat.Query
+	Interval time.Duration
+	Duration time.Duration
+	// Count stops after that many scans; 0 is no limit.
+	Count    int
+	Window   time.Duration
+	StuckAge time.Duration
+	Record   string
+	Listen   string
+	Textfile string
+	Report   string
+	Quiet    bool
+
+	// Listening, when set, is called with the metrics address once the
+	// listener is up (tests scrape it).
+	Listening func(addr string)
+	// Scanned, when set, is called after each successful scan (tests).
+	Scanned func(n int, s *netstat.Snapshot)
+}
+
+// NewCmdWatch returns `kdiag watch`. runF, when non-nil, replaces runWatch.
+func NewCmdWatch(f *cmdutil.Factory, runF func(*WatchOptions) error) *cobra.Command {
+	opts := &WatchOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "watch [flags]",
+		Short: "Scan sockets at an interval: live counts, CLOSE_WAIT growth verdicts, metrics, recordings",
+		Long: `Watch scans the host's TCP sockets every --interval with the same filters as
+kdiag scan, and shows per process the counts per state, the CLOSE_WAIT growth
+rate and the oldest CLOSE_WAIT age: a table redrawn in place on a terminal,
+one plain line per scan otherwise.
+
+On exit (after --duration or --count, or on Ctrl-C / SIGTERM) it prints the
+analyzer's findings: which process leaks CLOSE_WAIT toward which brokers,
+since when, how fast, what Recv-Q says, and the likely causes with the
+kdiag lint rules that check them.
+
+A verdict needs at least 6 samples over 30 s: "growing" is a least-squares
+slope at least 3 standard errors above zero with a fitted change of 3 or
+more sockets; "draining" the same downward; "steady" otherwise.
+
+  --record FILE    appends every snapshot as one JSON line (replay with kdiag report)
+  --listen ADDR    serves Prometheus metrics on http://ADDR/metrics
+  --textfile DIR   writes DIR/kdiag.prom for node_exporter's textfile collector
+  --report PATH    writes a report at exit (.md: Markdown, else HTML)`,
+		Example: `  # CLOSE_WAIT toward a Kafka cluster, for 10 minutes, then the findings
+  kdiag watch --state close-wait,established --brokers kafka-1:9092 --duration 10m
+
+  # record for later, and write an HTML report at the end
+  kdiag watch --process java --record watch.jsonl --report watch.html
+
+  # as a node agent: metrics only, every 15 s
+  kdiag watch --state close-wait,established --interval 15s --listen 127.0.0.1:9813 --quiet`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.complete(); err != nil {
+				return err
+			}
+			if opts.Scan == nil {
+				sc := netstat.NewScanner(f.ProcRoot)
+				sc.Source = opts.Filters.Source
+				opts.Scan = sc.Scan
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runWatch(opts)
+		},
+	}
+	fl := cmd.Flags()
+	cmdutil.AddFilterFlags(fl, &opts.Filters)
+	fl.DurationVar(&opts.Interval, "interval", time.Second, "time between scans")
+	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long (0: until Ctrl-C or SIGTERM)")
+	fl.IntVar(&opts.Count, "count", 0, "stop after this many scans (0: no limit)")
+	fl.DurationVar(&opts.Window, "window", time.Hour, "history the analyzer keeps for verdicts and the report (0: all)")
+	fl.DurationVar(&opts.StuckAge, "stuck-age", time.Minute, "CLOSE_WAIT older than this is a finding even when not growing")
+	fl.StringVar(&opts.Record, "record", "", "append each snapshot to `FILE` as a JSON line")
+	fl.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics on `ADDR` (e.g. 127.0.0.1:9813) at /metrics")
+	fl.StringVar(&opts.Textfile, "textfile", "", "write metrics to `DIR`/kdiag.prom for node_exporter's textfile collector")
+	fl.StringVar(&opts.Report, "report", "", "write a report to `PATH` at exit (.md: Markdown, else HTML)")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no live output (metrics, recording and findings only)")
+	return cmd
+}
+
+func (o *WatchOptions) complete() error {
+	q, err := o.Filters.Query()
+	if err != nil {
+		return err
+	}
+	o.Query = q
+	if o.Interval < 10*time.Millisecond {
+		return cmdutil.UsageErrorf("--interval %s: use at least 10ms", o.Interval)
+	}
+	if o.Duration < 0 || o.Count < 0 || o.Window < 0 {
+		return cmdutil.UsageErrorf("--duration, --count and --window take values of 0 or more")
+	}
+	if o.Listen != "" {
+		if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+			return cmdutil.UsageErrorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:9813", o.Listen)
+		}
+	}
+	if o.Textfile != "" {
+		if st, err := os.Stat(o.Textfile); err != nil || !st.IsDir() {
+			return cmdutil.UsageErrorf("--textfile %q: not a directory (node_exporter's --collector.textfile.directory)", o.Textfile)
+		}
+	}
+	return nil
+}
+
+// analyzerOptions are the analyzer's options for q: the brokers are
+// --brokers, or without it the default Kafka ports, as scan marks them.
+func analyzerOptions(q netstat.Query, window, stuck time.Duration) analyzer.Options {
+	return analyzer.Options{Window: window, StuckAge: stuck, IsBroker: IsBroker(q.Brokers)}
+}
+
+// IsBroker returns the predicate the analyzer marks brokers with: one of
+// brokers, or without a list a remote port in netstat.DefaultKafkaPorts.
+func IsBroker(brokers []netstat.Endpoint) func(netip.AddrPort) bool {
+	return func(ap netip.AddrPort) bool {
+		if len(brokers) == 0 {
+			return slices.Contains(netstat.DefaultKafkaPorts, ap.Port())
+		}
+		for _, b := range brokers {
+			if b.Match(ap) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func runWatch(o *WatchOptions) error {
+	parent := o.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+
+	tracker := analyzer.NewTracker(analyzerOptions(o.Query, o.Window, o.StuckAge))
+	col := metrics.New()
+	var rec *record.Writer
+	if o.Record != "" {
+		w, err := record.Open(o.Record)
+		if err != nil {
+			return cmdutil.UsageErrorf("--record: %v", err)
+		}
+		rec = w
+		defer rec.Close()
+	}
+	if o.Listen != "" {
+		ln, err := net.Listen("tcp", o.Listen)
+		if err != nil {
+			return cmdutil.UsageErrorf("--listen: %v", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.Handler(col))
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintln(w, "kdiag watch: metrics at /metrics")
+		})
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+		}()
+		if o.Listening != nil {
+			o.Listening(ln.Addr().String())
+		}
+	}
+
+	live := &liveView{io: o.IO, interval: o.Interval}
+	ticker := time.NewTicker(o.Interval)
+	defer ticker.Stop()
+	scans, failures := 0, 0
+	var lastErr error
+loop:
+	for {
+		start := time.Now()
+		snap, err := o.Scan(ctx, o.Query)
+		dur := time.Since(start)
+		switch {
+		case ctx.Err() != nil:
+			break loop
+		case err != nil:
+			failures++
+			lastErr = err
+			col.ScanFailed(dur)
+			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: scan failed: %v\n", err)
+		default:
+			scans++
+			tracker.Add(snap)
+			a := tracker.Analysis()
+			col.Update(snap, a, dur)
+			if o.Textfile != "" {
+				if err := metrics.WriteTextfile(o.Textfile, col); err != nil {
+					fmt.Fprintf(o.IO.ErrOut, "kdiag watch: --textfile: %v\n", err)
+				}
+			}
+			if rec != nil {
+				if err := rec.Write(snap); err != nil {
+					return err
+				}
+			}
+			if !o.Quiet {
+				live.draw(snap, a, dur)
+			}
+			if o.Scanned != nil {
+				o.Scanned(scans, snap)
+			}
+		}
+		if o.Count > 0 && scans+failures >= o.Count {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-ticker.C:
+		}
+	}
+
+	if scans == 0 {
+		if lastErr != nil {
+			return &cmdutil.ExitError{Code: cmdutil.ExitUnknown, Err: fmt.Errorf("watch: no scan succeeded: %w", lastErr)}
+		}
+		return nil // stopped before the first scan
+	}
+	a := tracker.Analysis()
+	if !o.Quiet {
+		fmt.Fprintln(o.IO.Out)
+	}
+	if err := report.Text(o.IO.Out, a); err != nil {
+		return err
+	}
+	if o.Report != "" {
+		if err := writeReport(o.Report, "kdiag watch", a, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.IO.ErrOut, "kdiag watch: report written to %s\n", o.Report)
+	}
+	return nil
+}
+
+// writeReport writes the report to path atomically (temp file, rename), in
+// the format its extension says.
+func writeReport(path, origin string, a *analyzer.Analysis, notes []string) error {
+	format := "html"
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".md" || ext == ".markdown" {
+		format = "markdown"
+	}
+	var buf bytes.Buffer
+	if err := report.Formats[format](&buf, report.Input{Origin: origin, Analysis: a, Notes: notes}); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// liveView draws one scan: on a terminal a table redrawn in place, else one
+// plain line per scan.
+type liveView struct {
+	io       *cmdutil.IOStreams
+	interval time.Duration
+	lines    int // lines drawn last time, to move back over
+	n        int
+}
+
+// maxRows bounds the live table; the findings at exit cover everything.
+const maxRows = 15
+
+func (v *liveView) draw(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Duration) {
+	v.n++
+	if !v.io.IsStdoutTTY() {
+		fmt.Fprintln(v.io.Out, plainLine(s, a, dur))
+		return
+	}
+	var buf bytes.Buffer
+	if v.lines > 0 {
+		// Cursor up over the last table, then clear to the end of screen.
+		fmt.Fprintf(&buf, "\x1b[%dA\x1b[J", v.lines)
+	}
+	var tb bytes.Buffer
+	fmt.Fprintf(&tb, "kdiag watch  %s  every %s  scan %s  sample %d  (Ctrl-C: stop and diagnose)\n",
+		s.Time.Format("15:04:05"), v.interval, dur.Round(time.Millisecond), v.n)
+	tw := tabwriter.NewWriter(&tb, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tPROCESS\tCLOSE_WAIT\tESTABLISHED\tOTHER\tRATE/MIN\tVERDICT\tOLDEST\tTOP REMOTE")
+	for i, p := range a.Processes {
+		if i == maxRows {
+			fmt.Fprintf(tw, "…\t%d more\t\t\t\t\t\t\t\n", len(a.Processes)-maxRows)
+			break
+		}
+		cw, es, other := lastCounts(p)
+		oldest := "-"
+		if c, ok := p.OldestCloseWait(); ok {
+			oldest = fmtAge(c.AgeAt(a.End))
+		}
+		top := "-"
+		if len(p.Remotes) > 0 {
+			top = p.Remotes[0].Name()
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%+.1f\t%s\t%s\t%s\n", p.Key.PID, p.Name(), cw, es, other,
+			p.CloseWaitRecent.PerMinute, p.CloseWait.Verdict, oldest, top)
+	}
+	tw.Flush()
+	v.lines = bytes.Count(tb.Bytes(), []byte("\n"))
+	buf.Write(tb.Bytes())
+	v.io.Out.Write(buf.Bytes())
+}
+
+func lastCounts(p analyzer.ProcessSeries) (cw, es, other int) {
+	if n := len(p.Points); n > 0 {
+		c := p.Points[n-1].Counts
+		cw, es = c.Get(netstat.CloseWait), c.Get(netstat.Established)
+		other = c.Total() - cw - es
+	}
+	return
+}
+
+// plainLine is one scan as one line of key=value fields, for logs and pipes:
+// the totals, then the three processes with the most CLOSE_WAIT.
+func plainLine(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Duration) string {
+	var cw, es int
+	for i := range s.Sockets {
+		switch s.Sockets[i].State {
+		case netstat.CloseWait:
+			cw++
+		case netstat.Established:
+			es++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s sockets=%d close_wait=%d established=%d processes=%d scan=%s",
+		s.Time.UTC().Format(time.RFC3339), len(s.Sockets), cw, es, len(s.Processes), dur.Round(time.Millisecond))
+	shown := 0
+	for _, p := range a.Processes {
+		if shown == 3 {
+			break
+		}
+		pcw, pes, _ := lastCounts(p)
+		if pcw == 0 && pes == 0 {
+			continue
+		}
+		shown++
+		fmt.Fprintf(&b, " | %s[%d] close_wait=%d established=%d rate=%+.1f/min verdict=%s", p.Name(), p.Key.PID, pcw, pes,
+			p.CloseWaitRecent.PerMinute, p.CloseWait.Verdict)
+		if c, ok := p.OldestCloseWait(); ok {
+			fmt.Fprintf(&b, " oldest=%s", fmtAge(c.AgeAt(a.End)))
+		}
+	}
+	return b.String()
+}
+
+func fmtAge(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		return d.Round(time.Minute).String()
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}

@@ -1,0 +1,361 @@
+package watch
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kdiag/kdiag/analyzer"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/metrics"
+	"github.com/kdiag/kdiag/netstat"
+	"github.com/kdiag/kdiag/record"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// leaker is the helper process of testdata/leaker: its CLOSE_WAIT sockets
+// grow, hold and drain on command.
+type leaker struct {
+	pid       int
+	closeAddr string
+	stdin     io.WriteCloser
+	out       *bufio.Scanner
+	mu        sync.Mutex
+}
+
+var buildOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+func buildLeaker(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		dir, err := os.MkdirTemp("", "kdiag-leaker")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.path = filepath.Join(dir, "leaker")
+		out, err := exec.Command(goBin, "build", "-o", buildOnce.path, "./testdata/leaker").CombinedOutput()
+		if err != nil {
+			buildOnce.err = fmt.Errorf("go build leaker: %v\n%s", err, out)
+		}
+	})
+	if buildOnce.err != nil {
+		t.Skipf("cannot build the leaker helper: %v", buildOnce.err)
+	}
+	return buildOnce.path
+}
+
+func startLeaker(t *testing.T) *leaker {
+	t.Helper()
+	cmd := exec.Command(buildLeaker(t), "-lifetime", "90s")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	l := &leaker{stdin: stdin, out: bufio.NewScanner(stdout)}
+	if !l.out.Scan() {
+		t.Fatalf("leaker did not start")
+	}
+	// "ready pid=N close=127.0.0.1:P keep=127.0.0.1:Q"
+	for _, f := range strings.Fields(l.out.Text()) {
+		if v, ok := strings.CutPrefix(f, "pid="); ok {
+			l.pid, _ = strconv.Atoi(v)
+		}
+		if v, ok := strings.CutPrefix(f, "close="); ok {
+			l.closeAddr = v
+		}
+	}
+	if l.pid == 0 || l.closeAddr == "" {
+		t.Fatalf("leaker said %q", l.out.Text())
+	}
+	return l
+}
+
+// do sends one command and waits for its "ok" line.
+func (l *leaker) do(t *testing.T, cmd string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := fmt.Fprintln(l.stdin, cmd); err != nil {
+		t.Fatalf("leaker %s: %v", cmd, err)
+	}
+	if !l.out.Scan() || !strings.HasPrefix(l.out.Text(), "ok ") {
+		t.Fatalf("leaker %s: answered %q", cmd, l.out.Text())
+	}
+}
+
+func countCW(s *netstat.Snapshot, pid int) int {
+	n := 0
+	for _, sk := range s.Sockets {
+		if sk.PID == pid && sk.State == netstat.CloseWait {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPhasesWithRealScanner drives a real process whose CLOSE_WAIT count
+// grows (5 per step), holds, then drains (5 closed per step), samples it
+// with the real Scanner, and checks the analyzer's verdict for each phase
+// and for "now" at the end of the whole series.
+func TestPhasesWithRealScanner(t *testing.T) {
+	l := startLeaker(t)
+	sc := netstat.NewScanner("/proc")
+	q := netstat.Query{States: netstat.States(netstat.CloseWait, netstat.Established), PIDs: []int{l.pid}}
+	var all []netstat.Snapshot
+	sample := func(want int) netstat.Snapshot {
+		// Pacing, not a timing assertion: the verdicts need a window of
+		// at least MinDuration, whatever the machine's speed.
+		time.Sleep(80 * time.Millisecond)
+		s, err := sc.Scan(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := countCW(s, l.pid); got != want {
+			t.Fatalf("scan saw %d CLOSE_WAIT of pid %d, want %d", got, l.pid, want)
+		}
+		all = append(all, *s)
+		return *s
+	}
+	const step, steps = 5, 8
+	var grow, hold, drain []netstat.Snapshot
+	for i := 1; i <= steps; i++ {
+		l.do(t, fmt.Sprintf("open %d", step))
+		grow = append(grow, sample(i*step))
+	}
+	for range steps {
+		hold = append(hold, sample(steps*step))
+	}
+	for i := steps - 1; i >= 0; i-- {
+		l.do(t, fmt.Sprintf("close %d", step))
+		drain = append(drain, sample(i*step))
+	}
+
+	opts := analyzer.Options{MinDuration: 500 * time.Millisecond}
+	for _, ph := range []struct {
+		name  string
+		snaps []netstat.Snapshot
+		want  analyzer.Verdict
+	}{{"grow", grow, analyzer.Growing}, {"hold", hold, analyzer.Steady}, {"drain", drain, analyzer.Draining}} {
+		a := analyzer.Analyze(ph.snaps, opts)
+		p := findProc(t, a, l.pid)
+		if p.CloseWait.Verdict != ph.want {
+			t.Errorf("%s: verdict %v, want %v (trend %+v)", ph.name, p.CloseWait.Verdict, ph.want, p.CloseWait)
+		}
+	}
+	// The whole series: "now" (the drain phase's length) is draining, and
+	// the held sockets were closed, oldest first.
+	o := opts
+	o.Recent = drain[len(drain)-1].Time.Sub(drain[0].Time)
+	a := analyzer.Analyze(all, o)
+	p := findProc(t, a, l.pid)
+	if p.CloseWaitRecent.Verdict != analyzer.Draining || p.Closed != steps*step || p.CloseWait.Max != steps*step {
+		t.Errorf("whole series: recent %v, closed %d, max %d", p.CloseWaitRecent.Verdict, p.Closed, p.CloseWait.Max)
+	}
+	// During the hold the finding is a leak whose FIN is unread (Recv-Q 1).
+	a = analyzer.Analyze(append(append([]netstat.Snapshot{}, grow...), hold...), opts)
+	if len(a.Findings) == 0 || a.Findings[0].Kind != analyzer.KindLeak ||
+		!strings.Contains(strings.Join(a.Findings[0].Details, "\n"), fmt.Sprintf("%d of %d: Recv-Q 1", steps*step, steps*step)) {
+		t.Errorf("grow+hold findings = %+v", a.Findings)
+	}
+}
+
+func findProc(t *testing.T, a *analyzer.Analysis, pid int) analyzer.ProcessSeries {
+	t.Helper()
+	for _, p := range a.Processes {
+		if p.Key.PID == pid {
+			return p
+		}
+	}
+	t.Fatalf("pid %d not in the analysis", pid)
+	return analyzer.ProcessSeries{}
+}
+
+// TestWatchEndToEnd runs the watch loop with the real Scanner on the leaker,
+// opening 3 CLOSE_WAIT after each scan, with every output on: plain lines,
+// the recording, the metrics endpoint (scraped over 127.0.0.1 and parsed with
+// the Prometheus text parser), the textfile and the HTML report.
+func TestWatchEndToEnd(t *testing.T) {
+	l := startLeaker(t)
+	dir := t.TempDir()
+	ios, _, out, errOut := cmdutil.Test()
+	const scans = 8
+	var scraped string
+	var addr string
+	opts := &WatchOptions{
+		IO:       ios,
+		Scan:     netstat.NewScanner("/proc").Scan,
+		Filters:  cmdutil.Filters{States: "close-wait,established", PIDs: []int{l.pid}},
+		Interval: 50 * time.Millisecond, Count: scans, Window: time.Hour, StuckAge: time.Minute,
+		Record: filepath.Join(dir, "rec.jsonl"), Listen: "127.0.0.1:0", Textfile: dir,
+		Report:    filepath.Join(dir, "report.html"),
+		Listening: func(a string) { addr = a },
+	}
+	opts.Scanned = func(n int, s *netstat.Snapshot) {
+		if got, want := countCW(s, l.pid), 3*(n-1); got != want {
+			t.Errorf("scan %d: %d CLOSE_WAIT, want %d", n, got, want)
+		}
+		if n == scans-1 {
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err != nil {
+				t.Errorf("scrape: %v", err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			scraped = string(b)
+		}
+		l.do(t, "open 3")
+	}
+	if err := opts.complete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := runWatch(opts); err != nil {
+		t.Fatalf("runWatch: %v\n%s", err, errOut)
+	}
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if n := strings.Count(out.String(), " sockets="); n != scans {
+		t.Errorf("%d plain lines, want %d:\n%s", n, scans, out)
+	}
+	if !strings.Contains(lines[scans-1], fmt.Sprintf("leaker[%d] close_wait=%d", l.pid, 3*(scans-1))) {
+		t.Errorf("last plain line = %q", lines[scans-1])
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf("%d samples over", scans)) {
+		t.Errorf("no findings header in:\n%s", out)
+	}
+
+	// The metrics scraped after scan 7 (18 CLOSE_WAIT to the closing listener).
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(scraped))
+	if err != nil {
+		t.Fatalf("parse scrape: %v\n%s", err, scraped)
+	}
+	checkSockets(t, "scrape", mfs, l, 3*(scans-2))
+
+	// The textfile holds the last scan (21).
+	f, err := os.Open(filepath.Join(dir, metrics.TextfileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mfs, err = p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("parse textfile: %v", err)
+	}
+	checkSockets(t, "textfile", mfs, l, 3*(scans-1))
+
+	snaps, notes, err := record.ReadFile(opts.Record)
+	if err != nil || len(snaps) != scans || len(notes) != 0 {
+		t.Errorf("recording: %d snapshots, notes %v, err %v", len(snaps), notes, err)
+	}
+	html, err := os.ReadFile(opts.Report)
+	if err != nil || !bytes.Contains(html, []byte("<polyline class=\"cw\"")) {
+		t.Errorf("report: %v, chart present %v", err, bytes.Contains(html, []byte("<polyline")))
+	}
+}
+
+func checkSockets(t *testing.T, what string, mfs map[string]*dto.MetricFamily, l *leaker, want int) {
+	t.Helper()
+	mf := mfs["kdiag_tcp_sockets"]
+	if mf == nil {
+		t.Fatalf("%s: no kdiag_tcp_sockets", what)
+	}
+	for _, m := range mf.Metric {
+		lab := map[string]string{}
+		for _, lp := range m.Label {
+			lab[lp.GetName()] = lp.GetValue()
+		}
+		if lab["pid"] == strconv.Itoa(l.pid) && lab["state"] == "CLOSE_WAIT" && lab["remote"] == l.closeAddr {
+			if got := int(m.GetGauge().GetValue()); got != want {
+				t.Errorf("%s: kdiag_tcp_sockets{pid=%d,state=CLOSE_WAIT,remote=%s} = %d, want %d", what, l.pid, l.closeAddr, got, want)
+			}
+			if lab["process"] != "leaker" {
+				t.Errorf("%s: process label %q", what, lab["process"])
+			}
+			return
+		}
+	}
+	t.Errorf("%s: no CLOSE_WAIT series for pid %d toward %s", what, l.pid, l.closeAddr)
+}
+
+func TestFlags(t *testing.T) {
+	f := &cmdutil.Factory{ProcRoot: "/proc"}
+	f.IO, _, _, _ = cmdutil.Test()
+	var got *WatchOptions
+	cmd := NewCmdWatch(f, func(o *WatchOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--state", "close-wait", "--interval", "2s", "--duration", "1m", "--listen", "127.0.0.1:9813", "--quiet"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Interval != 2*time.Second || got.Duration != time.Minute || !got.Quiet || got.Listen != "127.0.0.1:9813" ||
+		got.Query.States != netstat.States(netstat.CloseWait) || got.Scan == nil {
+		t.Errorf("options = %+v", got)
+	}
+	for _, bad := range [][]string{{"--interval", "1ms"}, {"--listen", "9813"}, {"--state", "nope"}, {"--textfile", "/nonexistent"}} {
+		cmd := NewCmdWatch(f, func(*WatchOptions) error { return nil })
+		cmd.SetArgs(bad)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.Execute(); cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+			t.Errorf("%v: err %v, want a usage error", bad, err)
+		}
+	}
+}
+
+func TestLiveTableOnTTY(t *testing.T) {
+	ios, _, out, _ := cmdutil.Test()
+	ios.SetStdoutTTY(true)
+	v := &liveView{io: ios, interval: time.Second}
+	s := &netstat.Snapshot{Time: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), Processes: []netstat.Process{{PID: 5, Name: "app"}},
+		Sockets: []netstat.Socket{{State: netstat.CloseWait, PID: 5, Inode: 1}}}
+	tr := analyzer.NewTracker(analyzer.Options{})
+	tr.Add(s)
+	v.draw(s, tr.Analysis(), time.Millisecond)
+	first := out.String()
+	v.draw(s, tr.Analysis(), time.Millisecond)
+	second := strings.TrimPrefix(out.String(), first)
+	if strings.Contains(first, "\x1b[") || !strings.HasPrefix(second, fmt.Sprintf("\x1b[%dA\x1b[J", v.lines)) {
+		t.Errorf("redraw does not move up over the last table: %q", second)
+	}
+}

@@ -1,0 +1,92 @@
+package cmdutil
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/kdiag/kdiag/netstat"
+	"github.com/spf13/pflag"
+)
+
+// Filters are the socket filter flags shared by the commands that scan
+// (`kdiag watch`; the same flags, names and messages as `kdiag scan`):
+// --state --pid --process --port --remote --brokers --source.
+type Filters struct {
+	States  string
+	PIDs    []int
+	Process string
+	Ports   []int
+	Remotes []string
+	Brokers string
+	Source  string
+}
+
+// AddFilterFlags registers the filter flags on fs, writing into f.
+func AddFilterFlags(fs *pflag.FlagSet, f *Filters) {
+	fs.StringVar(&f.States, "state", "all", "comma list of TCP states ("+strings.Join(netstat.StateFlagNames(), ", ")+"), or all")
+	fs.IntSliceVar(&f.PIDs, "pid", nil, "only these processes (repeatable, or a comma list)")
+	fs.StringVar(&f.Process, "process", "", "only processes whose name or command line matches this regular expression")
+	fs.IntSliceVar(&f.Ports, "port", nil, "only sockets to this remote port (repeatable, or a comma list)")
+	fs.StringSliceVar(&f.Remotes, "remote", nil, "only sockets to HOST[:PORT] (repeatable)")
+	fs.StringVar(&f.Brokers, "brokers", "", "Kafka bootstrap list host:port,...: only sockets to those brokers, their processes marked as Kafka clients")
+	fs.StringVar(&f.Source, "source", netstat.SourceAuto, "socket source: "+strings.Join(netstat.SourceNames, "|")+" (auto: netlink, else /proc/net/tcp)")
+}
+
+// Query checks the flags and builds the query; every error is the user's to
+// fix, so it is a usage error (exit 2).
+func (f *Filters) Query() (netstat.Query, error) {
+	states, err := netstat.ParseStateSet(f.States)
+	if err != nil {
+		return netstat.Query{}, UsageErrorf("--state: %v", err)
+	}
+	q := netstat.Query{States: states}
+	for _, p := range f.PIDs {
+		if p <= 0 {
+			return netstat.Query{}, UsageErrorf("--pid %d: a pid is a positive number", p)
+		}
+	}
+	q.PIDs = f.PIDs
+	if f.Process != "" {
+		re, err := regexp.Compile(f.Process)
+		if err != nil {
+			return netstat.Query{}, UsageErrorf("--process %q: %v", f.Process, err)
+		}
+		q.Process = re
+	}
+	for _, p := range f.Ports {
+		if p < 1 || p > 65535 {
+			return netstat.Query{}, UsageErrorf("--port %d: a port is a number from 1 to 65535", p)
+		}
+		q.RemotePorts = append(q.RemotePorts, uint16(p))
+	}
+	for _, r := range f.Remotes {
+		e, err := netstat.ParseEndpoint(r)
+		if err != nil {
+			return netstat.Query{}, UsageErrorf("--remote: %v", err)
+		}
+		q.Remotes = append(q.Remotes, e)
+	}
+	if f.Brokers != "" {
+		b, err := netstat.ParseBrokers(f.Brokers)
+		if err != nil {
+			return netstat.Query{}, UsageErrorf("--brokers: %v", err)
+		}
+		q.Brokers = b
+	}
+	if err := f.checkSource(); err != nil {
+		return netstat.Query{}, err
+	}
+	return q, nil
+}
+
+func (f *Filters) checkSource() error {
+	if f.Source == "" {
+		f.Source = netstat.SourceAuto
+	}
+	for _, s := range netstat.SourceNames {
+		if s == f.Source {
+			return nil
+		}
+	}
+	return UsageErrorf("--source %q: want one of %s", f.Source, strings.Join(netstat.SourceNames, ", "))
+}

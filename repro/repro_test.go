@@ -54,7 +54,7 @@ func runScenario(t *testing.T, name string, d time.Duration) *Result {
 		BrokerIdle:     testIdle,
 		Duration:       d,
 		SampleInterval: 150 * time.Millisecond,
-		Sockets:        ProcSource("/proc"),
+		Sockets:        ScannerSource("/proc"),
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

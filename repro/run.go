@@ -38,6 +38,30 @@ const (
 // SocketSource returns the TCP sockets process pid holds.
 type SocketSource func(ctx context.Context, pid int) ([]netstat.Socket, error)
 
+// ScannerSource reads a process's sockets through netstat's Scanner: an
+// inet_diag dump (with tcp_info, so CLOSE_WAIT ages are the kernel's) or the
+// /proc/net/tcp fallback, attributed to the process through its fds. It is
+// safe for concurrent use (the Scanner is not: calls are serialized).
+func ScannerSource(procRoot string) SocketSource {
+	var mu sync.Mutex
+	sc := netstat.NewScanner(procRoot)
+	return func(ctx context.Context, pid int) ([]netstat.Socket, error) {
+		mu.Lock()
+		snap, err := sc.Scan(ctx, netstat.Query{States: netstat.AllStates, PIDs: []int{pid}})
+		mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		var out []netstat.Socket
+		for _, s := range snap.Sockets {
+			if s.PID == pid {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+}
+
 // ProcSource reads a process's sockets from <procRoot>/<pid>/net/tcp{,6}
 // and keeps those whose inode the process holds (netstat's Attributor
 // through <procRoot>/<pid>/fd). It is safe for concurrent use.

@@ -126,7 +126,7 @@ not (the verdict says what was seen), 2 for bad flags.`,
 			opts.Context = ctx
 			opts.Executable = f.Executable
 			if opts.Sockets == nil {
-				opts.Sockets = repro.ProcSource(f.ProcRoot)
+				opts.Sockets = repro.ScannerSource(f.ProcRoot)
 			}
 			if runF != nil {
 				return runF(opts)

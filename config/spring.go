@@ -174,6 +174,11 @@ func ParseSpringProperties(name string, r io.Reader) (*File, error) {
 // (YAML 1.1): yes/no/on/off are booleans, 0x1F and 010 integers, ~ and an
 // empty value the empty string; RawValue keeps the written form.
 //
+// A key repeated within one mapping is a Problem: Spring's
+// OriginTrackedYamlLoader sets allowDuplicateKeys(false), so the
+// application would not start. Alias expansion stops, with a Problem,
+// after 65536 nodes.
+//
 // Entries keep their document index in Doc; later documents win. Profile
 // activation (spring.config.activate.on-profile) is not evaluated: every
 // document is read.
@@ -285,17 +290,14 @@ type yamlWalker struct {
 	// does not expand them, the walk does.
 	budget int
 	spent  bool
-	// aliases counts aliases to collections, which SnakeYAML limits.
-	aliases int
+	// checked holds the mappings checked for duplicate keys.
+	checked map[*yaml.Node]bool
 }
 
-// yamlNodeBudget is far above any real configuration file.
+// yamlNodeBudget is far above any real configuration file. Spring itself
+// sets no limit (OriginTrackedYamlLoader: maxAliasesForCollections =
+// Integer.MAX_VALUE); this one keeps kdiag from expanding an alias bomb.
 const yamlNodeBudget = 1 << 16
-
-// snakeMaxAliases is SnakeYAML's LoaderOptions.maxAliasesForCollections
-// default: Spring fails to load a document with more aliases to
-// collections than that.
-const snakeMaxAliases = 50
 
 // yamlComments finds the comments of a YAML text, for suppressions: a #
 // at the start of a line or after a blank, outside quotes, to the end of
@@ -358,27 +360,34 @@ func (w *yamlWalker) walk(n *yaml.Node, path []springElem, raw string, keyPos Po
 			w.walk(c, path, raw, keyPos, nil, depth+1)
 		}
 	case yaml.AliasNode:
-		if n.Alias != nil && n.Alias.Kind != yaml.ScalarNode {
-			if w.aliases++; w.aliases > snakeMaxAliases {
-				w.stop(n, fmt.Sprintf("more than %d aliases to collections, which SnakeYAML (and so Spring) refuses to load; the rest of the document is not read", snakeMaxAliases))
-				return
-			}
-		}
 		w.walk(n.Alias, path, raw, keyPos, &pos, depth+1)
 	case yaml.MappingNode:
+		seen := map[string]bool{}
+		check := !w.checked[n]
+		if w.checked == nil {
+			w.checked = map[*yaml.Node]bool{}
+		}
+		w.checked[n] = true
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
 				continue
 			}
+			if k.Tag != "!!merge" && check {
+				// OriginTrackedYamlLoader sets allowDuplicateKeys(false):
+				// SnakeYAML throws DuplicateKeyException and the
+				// application does not start. (Checked once per mapping,
+				// not again where an alias repeats it.)
+				if seen[k.Value] {
+					w.m.f.Problems = append(w.m.f.Problems, Problem{Pos: Pos{k.Line, k.Column},
+						Msg: fmt.Sprintf("duplicate key %q in one YAML mapping: Spring Boot refuses to load the file (SnakeYAML DuplicateKeyException); keep one", k.Value)})
+				}
+				seen[k.Value] = true
+			}
 			if k.Tag == "!!merge" {
 				// << merges the mapping (or mappings) it names here.
 				src := v
 				if src.Kind == yaml.AliasNode {
-					if w.aliases++; w.aliases > snakeMaxAliases {
-						w.stop(v, fmt.Sprintf("more than %d aliases to collections, which SnakeYAML (and so Spring) refuses to load; the rest of the document is not read", snakeMaxAliases))
-						return
-					}
 					src = src.Alias
 				}
 				if src != nil && src.Kind == yaml.SequenceNode {

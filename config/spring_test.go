@@ -335,8 +335,8 @@ func TestLibrdkafkaOnlyKeysMatchReference(t *testing.T) {
 	}
 }
 
-// TestYAMLAliasBomb: a document whose aliases expand exponentially is cut
-// where SnakeYAML would refuse it, quickly, with a Problem.
+// TestYAMLAliasBomb: a document whose aliases expand exponentially is cut,
+// quickly, with a Problem.
 func TestYAMLAliasBomb(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("a0: &a0 [x, x]\n")
@@ -348,7 +348,28 @@ func TestYAMLAliasBomb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Problems) != 1 || !strings.Contains(f.Problems[0].Msg, "aliases to collections") {
-		t.Fatalf("problems %v, want the SnakeYAML alias limit", f.Problems)
+	if len(f.Problems) != 1 || !strings.Contains(f.Problems[0].Msg, "aliases expand to more than") {
+		t.Fatalf("problems %v, want the alias expansion limit", f.Problems)
+	}
+}
+
+// TestYAMLDuplicateKeys: Spring's YAML loader rejects a key repeated in one
+// mapping; the same key in another document or mapping is fine.
+func TestYAMLDuplicateKeys(t *testing.T) {
+	in := "spring:\n  kafka:\n    producer:\n      acks: 1\n      acks: all\n---\nspring.kafka.producer.acks: 0\n"
+	f, err := ParseSpringYAML("application.yml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range f.Problems {
+		got = append(got, p.Pos.String()+" "+p.Msg[:strings.Index(p.Msg, ":")])
+	}
+	want := []string{`5:7 duplicate key "acks" in one YAML mapping`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if d := f.Duplicates()["acks"]; len(d) != 2 || d[0].Doc != 0 || d[1].Doc != 0 {
+		t.Errorf("Duplicates()[acks] = %+v, want the two entries of document 0", d)
 	}
 }

@@ -2,7 +2,7 @@
 // rules explain ID`, and generates docs/rules.md from the same catalog.
 package rules
 
-//go:generate go run ./gendocs -out ../../../docs/rules.md -testdata ../../../rules/testdata
+//go:generate go run ./gendocs -out ../../../docs/rules.md -testdata ../../../rules/testdata -examples examples_gen.go
 
 import (
 	"bytes"
@@ -239,6 +239,14 @@ func writeExplain(w io.Writer, r *rules.Rule) error {
 	section("Why", r.Rationale)
 	section("Fix", r.Remediation)
 	section("Source", r.Source)
+	if ex, ok := ruleExamples[r.ID]; ok {
+		fmt.Fprintf(&b, "\nExample (rules/testdata/%s/%s)\n", r.ID, ex.File)
+		for _, l := range strings.SplitAfter(strings.TrimRight(ex.Text, "\n")+"\n", "\n") {
+			if l != "" {
+				b.WriteString("  " + l)
+			}
+		}
+	}
 	section("Suppress", fmt.Sprintf("# kdiag:ignore %s <reason>   (on the line or the line above)", r.ID))
 	fmt.Fprintf(&b, "\nDocumentation: %s\n", output.HelpURI(r.ID))
 	_, err := io.WriteString(w, b.String())

@@ -236,4 +236,58 @@ func TestDocsUpToDate(t *testing.T) {
 			t.Errorf("%s has no anchor for %s", DocsPath, r.ID)
 		}
 	}
+
+	committedGo, err := os.ReadFile("examples_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := ExamplesSource(rules.All(), os.DirFS(filepath.Join("..", "..", "..", filepath.FromSlash(TestdataPath))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(committedGo), string(src)); diff != "" {
+		t.Errorf("examples_gen.go is stale: run go generate ./internal/cmd/rules/ and commit it (-committed +generated):\n%s", diff)
+	}
+}
+
+func TestRedactLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"ssl.key.password=Sup3rSecret  # want KD501\n": "ssl.key.password=" + rules.Redacted + "  # want KD501\n",
+		"      ssl.key-password: hunter2\n":            "      ssl.key-password: " + rules.Redacted + "\n",
+		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="pw";  # want KD502`: `sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="` +
+			rules.Redacted + `" password="` + rules.Redacted + `";  # want KD502`,
+		"connections.max.idle.ms=-1  # want KD101\n": "connections.max.idle.ms=-1  # want KD101\n",
+		"# a comment: password=x\n":                  "# a comment: password=x\n",
+	} {
+		if got := redactLine(in); got != want {
+			t.Errorf("redactLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestExamplesShowNoSecret: the examples come from test cases with made-up
+// passwords; none is printed.
+func TestExamplesShowNoSecret(t *testing.T) {
+	for id, ex := range ruleExamples {
+		for _, l := range strings.Split(ex.Text, "\n") {
+			if m := exampleLine.FindStringSubmatch(l); m != nil && rules.IsSecretKey(m[2]) && m[4] != "" && !strings.Contains(m[4], rules.Redacted) {
+				t.Errorf("%s example shows %s's value: %q", id, m[2], l)
+			}
+		}
+	}
+}
+
+func TestExplainShowsExample(t *testing.T) {
+	ex, ok := ruleExamples["KD101"]
+	if !ok {
+		t.Fatal("no example for KD101 in examples_gen.go")
+	}
+	ios, _, out, _ := cmdutil.Test()
+	if err := runExplain(&ExplainOptions{IO: ios, Catalog: rules.All, ID: "KD101", Format: "text"}); err != nil {
+		t.Fatal(err)
+	}
+	first := strings.SplitN(ex.Text, "\n", 2)[0]
+	if !strings.Contains(out.String(), "Example (rules/testdata/KD101/"+ex.File+")\n  "+first) {
+		t.Errorf("explain does not show the example %s:\n%s", ex.File, out)
+	}
 }

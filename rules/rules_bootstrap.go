@@ -141,7 +141,7 @@ var kd201 = &Rule{
 	Severity: Error,
 	Category: "bootstrap",
 	Rationale: "The producer needs at least one broker address to fetch its first metadata. The Java client " +
-		"refuses to start without one: in 3.9 to 4.1 bootstrap.servers defaults to an empty list and " +
+		"refuses to start without one: in 3.9 and 4.0 bootstrap.servers defaults to an empty list and " +
 		"KafkaProducer fails with \"No resolvable bootstrap urls given in bootstrap.servers\"; in trunk it has " +
 		"no default and an empty list is rejected by its validator. An empty librdkafka broker list leaves the " +
 		"client with no broker until the application calls rd_kafka_brokers_add(). (A Spring Boot file without " +
@@ -225,7 +225,7 @@ var kd204 = &Rule{
 	Rationale: "A repeated entry adds nothing and usually hides a copy-and-paste slip (the broker meant to be " +
 		"there is missing). Kafka trunk's validator for bootstrap.servers " +
 		"(ValidList.anyNonDuplicateValues) rejects exact duplicates with ConfigException \"Configuration " +
-		"'bootstrap.servers' values must not be duplicated.\"; 3.9 to 4.1 accept them. Entries that differ " +
+		"'bootstrap.servers' values must not be duplicated.\"; 3.9 and 4.0 accept them. Entries that differ " +
 		"only in case, scheme or (librdkafka) an implicit :9092 are the same broker too.",
 	Remediation: "Remove the repeated entry, and check that no broker is missing from the list.",
 	Source:      "apache/kafka ConfigDef.ValidList.ensureValid (trunk); ClientUtils.parseAndValidateAddresses",

@@ -60,15 +60,15 @@ func isYAML(name string, data []byte) bool {
 	return looksLikeSpringYAML(data)
 }
 
-// looksLikeSpringYAML reports whether data has a document separator or a
-// top-level "spring:" line with nothing after the colon: in a .properties
-// file that line would set the key "spring" to "", which no one writes.
+// looksLikeSpringYAML reports whether data has a top-level "spring:" line
+// with nothing after the colon but a comment: in a .properties file that
+// line would set the key "spring" to "", which no one writes.
 func looksLikeSpringYAML(data []byte) bool {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), " \t\r")
-		if line == "---" || line == "spring:" || strings.HasPrefix(line, "spring: #") {
+		if line == "spring:" || strings.HasPrefix(line, "spring: #") {
 			return true
 		}
 	}

@@ -127,3 +127,25 @@ func FuzzParseSpringYAML(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSpringProperties: no panic; every entry's positions inside the
+// input (the Spring mapping keeps the properties parser's positions).
+func FuzzParseSpringProperties(f *testing.F) {
+	addFixtureSeeds(f, "testdata/application*.properties")
+	f.Add([]byte("spring.kafka.bootstrap-servers[1]=b\nspring.kafka.bootstrap-servers[0]=a\nspring.kafka.properties[x.y]=1\n"))
+	f.Add([]byte("spring.kafka.producer.batch-size=99999999999TB\nspring.kafka.producer.properties.=x\nspring.kafka.[a]=b\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := ParseSpringProperties("application.properties", strings.NewReader(string(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := lineLengths(data)
+		for _, e := range file.Entries {
+			checkPos(t, "key", e.KeyPos, lines)
+			checkPos(t, "value", e.ValuePos, lines)
+			if e.Key == "" {
+				t.Fatalf("entry without a key: %+v", e)
+			}
+		}
+	})
+}

@@ -644,7 +644,12 @@ func (m *springMapper) add(it springItem) {
 				unknown(propsRank)
 				return
 			}
-			e.Key, e.Rank = mapKey(el[i+1:]), propsRank
+			k := mapKey(el[i+1:])
+			if k == "" {
+				unknown(propsRank)
+				return
+			}
+			e.Key, e.Rank = k, propsRank
 			m.f.Entries = append(m.f.Entries, e)
 		case g == "ssl":
 			if u(i+1) == "bundle" && len(el) == i+2 {

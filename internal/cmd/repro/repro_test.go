@@ -1,0 +1,286 @@
+package repro
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/repro"
+)
+
+// kdiagBin is kdiag built once, to run `kdiag repro` as a user does.
+var kdiagBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "kdiag-cmd-repro-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		kdiagBin = filepath.Join(dir, "kdiag")
+		_, file, _, _ := runtime.Caller(0)
+		build := exec.Command("go", "build", "-o", kdiagBin, "./cmd/kdiag")
+		build.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building kdiag for the repro command tests: %v\n%s", err, out)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    ReproOptions
+		wantErr string
+	}{
+		{
+			name: "defaults: embedded broker at 10m/200",
+			want: ReproOptions{BrokerIdle: 3 * time.Second, Scale: 200, SampleInterval: 200 * time.Millisecond,
+				Topic: "kdiag-repro", Parallel: true, Output: "table"},
+		},
+		{
+			name: "scenarios, scale, duration, json, one after another",
+			args: []string{"healthy", "leak", "--scale", "400", "--duration", "5s", "-o", "json", "--parallel=false"},
+			want: ReproOptions{Scenarios: []string{"healthy", "leak"}, BrokerIdle: 1500 * time.Millisecond, Scale: 400,
+				Duration: 5 * time.Second, SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Output: "json"},
+		},
+		{
+			name: "a real cluster keeps the real idle timeout",
+			args: []string{"--bootstrap-server", "kafka:9092"},
+			want: ReproOptions{Bootstrap: "kafka:9092", BrokerIdle: 10 * time.Minute, Scale: 200,
+				SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Parallel: true, Output: "table"},
+		},
+		{
+			name: "a real cluster with its idle timeout",
+			args: []string{"--bootstrap-server", "kafka:9092", "--broker-idle", "30s"},
+			want: ReproOptions{Bootstrap: "kafka:9092", BrokerIdle: 30 * time.Second, Scale: 200,
+				SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Parallel: true, Output: "table"},
+		},
+		{name: "unknown scenario", args: []string{"heathy"}, wantErr: `unknown scenario "heathy": want one of healthy, never-idle`},
+		{name: "scale with a real cluster", args: []string{"--bootstrap-server", "k:9092", "--scale", "10"}, wantErr: "--scale applies to the embedded broker"},
+		{name: "scale too large", args: []string{"--scale", "100000"}, wantErr: "too short to observe"},
+		{name: "bad scale", args: []string{"--scale", "0"}, wantErr: "--scale must be positive"},
+		{name: "bad format", args: []string{"-o", "yaml"}, wantErr: `unknown output format "yaml"`},
+		{name: "tiny sample interval", args: []string{"--sample-interval", "1ms"}, wantErr: "at least 10ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			io, _, _, _ := cmdutil.Test()
+			var got *ReproOptions
+			cmd := NewCmdRepro(&cmdutil.Factory{IO: io, ProcRoot: "/proc", Executable: "kdiag"}, func(o *ReproOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(io.Out)
+			cmd.SetErr(io.ErrOut)
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				if code := cmdutil.ExitCode(err); code != cmdutil.ExitUsage {
+					t.Errorf("exit code %d, want %d", code, cmdutil.ExitUsage)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Executable != "kdiag" || got.Sockets == nil || got.Run == nil || got.Context == nil {
+				t.Errorf("dependencies not set: %+v", got)
+			}
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(ReproOptions{}, "IO", "Context", "Executable", "Sockets", "Run"), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHelpExplainsScenariosAndScale(t *testing.T) {
+	io, _, out, _ := cmdutil.Test()
+	cmd := NewCmdRepro(&cmdutil.Factory{IO: io}, nil)
+	cmd.SetArgs([]string{"--help"})
+	cmd.SetOut(io.Out)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(repro.Names(), "10m0s -> 3s", "9m0s -> 2.7s", "5m0s -> 1.5s", "20m0s -> 6s", "Example", "kdiag repro -o json") {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("help lacks %q", s)
+		}
+	}
+}
+
+// TestRunReproRealScenarios runs two scenarios for real (embedded broker,
+// `kdiag produce` child) through the command's run function and checks the
+// table and the JSON they give.
+func TestRunReproRealScenarios(t *testing.T) {
+	run := func(output string) (string, error) {
+		io, _, out, _ := cmdutil.Test()
+		err := runRepro(&ReproOptions{
+			IO: io, Context: context.Background(), Executable: kdiagBin,
+			Sockets: repro.ScannerSource("/proc"), Run: repro.Run,
+			Scenarios: []string{"healthy", "passive-close"}, BrokerIdle: 2 * time.Second, Duration: 6 * time.Second,
+			SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Parallel: true, Output: output,
+		})
+		return out.String(), err
+	}
+
+	table, err := run("table")
+	if err != nil {
+		t.Fatalf("kdiag repro healthy passive-close: %v\n%s", err, table)
+	}
+	t.Logf("table output:\n%s", table)
+	for _, s := range []string{"healthy", "passive-close", "OK: no CLOSE_WAIT", "CLOSE_WAIT held:", "connections.max.idle.ms=-1",
+		"on-demand", "What each scenario shows:", "done: CLOSE_WAIT peak 0, final 0 (as expected)"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("table output lacks %q", s)
+		}
+	}
+
+	js, err := run("json")
+	if err != nil {
+		t.Fatalf("kdiag repro -o json: %v\n%s", err, js)
+	}
+	var doc struct {
+		Scenarios []struct {
+			Name           string `json:"name"`
+			CloseWaitPeak  *int   `json:"close_wait_peak"`
+			CloseWaitFinal *int   `json:"close_wait_final"`
+			Verdict        string `json:"verdict"`
+			AsExpected     bool   `json:"as_expected"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatalf("JSON output: %v\n%s", err, js)
+	}
+	if len(doc.Scenarios) != 2 || doc.Scenarios[0].Name != "healthy" || doc.Scenarios[1].Name != "passive-close" {
+		t.Fatalf("scenarios %+v", doc.Scenarios)
+	}
+	for _, s := range doc.Scenarios {
+		if s.CloseWaitPeak == nil || s.CloseWaitFinal == nil || s.Verdict == "" || !s.AsExpected {
+			t.Errorf("scenario %+v: want close_wait_peak, close_wait_final, a verdict and as_expected", s)
+		}
+	}
+	if *doc.Scenarios[0].CloseWaitFinal != 0 || *doc.Scenarios[1].CloseWaitFinal == 0 {
+		t.Errorf("final CLOSE_WAIT healthy %d, passive-close %d: want 0 and more", *doc.Scenarios[0].CloseWaitFinal, *doc.Scenarios[1].CloseWaitFinal)
+	}
+}
+
+func TestNotAsExpectedExitsOne(t *testing.T) {
+	io, _, out, _ := cmdutil.Test()
+	// A Run that reports what it got from a real run's shape but not what
+	// the scenario is meant to show: the command must say so and exit 1.
+	fakeRun := func(ctx context.Context, sc repro.Scenario, o repro.Options, p func(repro.Sample)) (*repro.Result, error) {
+		return &repro.Result{Name: sc.Name, Shows: sc.Shows, Reader: sc.Reader, Expected: sc.Expect.String(),
+			Verdict: "OK: no CLOSE_WAIT", AsExpected: false}, nil
+	}
+	err := runRepro(&ReproOptions{IO: io, Context: context.Background(), Run: fakeRun, Scenarios: []string{"passive-close"},
+		BrokerIdle: time.Second, Output: "table"})
+	if code := cmdutil.ExitCode(err); code != cmdutil.ExitFindings {
+		t.Fatalf("exit code %d (%v), want %d", code, err, cmdutil.ExitFindings)
+	}
+	if !strings.Contains(out.String(), "(NOT as expected)") || !strings.Contains(out.String(), "(NOT what this scenario is meant to") {
+		t.Errorf("output does not say the scenario did not show what it should:\n%s", out)
+	}
+}
+
+// TestInterruptLeavesNothingBehind runs `kdiag repro` as a user would, sends
+// it SIGINT (Ctrl-C) while its producer runs, and checks that the producer
+// process is gone and the broker's ports are closed.
+func TestInterruptLeavesNothingBehind(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kdiagBin, "repro", "passive-close", "--duration", "60s", "-o", "json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+
+	// Wait for the child `kdiag produce`.
+	var child int
+	deadline := time.Now().Add(30 * time.Second)
+	for child == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		child = findChild(cmd.Process.Pid, "produce")
+	}
+	if child == 0 {
+		t.Fatalf("no `kdiag produce` child appeared; stderr:\n%s", stderr.String())
+	}
+	time.Sleep(500 * time.Millisecond) // let it connect, so there are sockets to clean up
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("kdiag repro after SIGINT: %v, want exit status 1\nstderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", child)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the producer (pid %d) is still there after kdiag repro exited: %v", child, err)
+	}
+
+	var doc struct {
+		Scenarios []struct {
+			Bootstrap   string `json:"bootstrap"`
+			ChildPID    int    `json:"child_pid"`
+			Interrupted bool   `json:"interrupted"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil || len(doc.Scenarios) != 1 {
+		t.Fatalf("JSON after interrupt: %v\n%s", err, stdout.String())
+	}
+	s := doc.Scenarios[0]
+	if s.ChildPID != child || !s.Interrupted {
+		t.Errorf("JSON says child %d interrupted %v, want %d true", s.ChildPID, s.Interrupted, child)
+	}
+	for _, addr := range strings.Split(s.Bootstrap, ",") {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("broker %s still accepts connections after kdiag repro exited", addr)
+		}
+	}
+}
+
+// findChild returns a child of pid whose command line contains word, or 0.
+func findChild(pid int, word string) int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			c, _ := strconv.Atoi(f)
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
+			if err == nil && bytes.Contains(cmdline, []byte(word)) {
+				return c
+			}
+		}
+	}
+	return 0
+}

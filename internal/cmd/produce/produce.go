@@ -75,7 +75,9 @@ the connection leak of an application that does so.
 
 Connection events are logged to stderr at --log-level debug in the words of the Java
 client's NetworkClient. On Ctrl-C, SIGTERM, the last message or --duration, the
-producer is closed (leaked ones are not) and, with --stats-json, one JSON object of
+producer is closed (leaked ones are not): it flushes what is buffered, for up to
+delivery.timeout.ms after the last message, for up to 5s after a signal or --duration
+(a second signal stops at once). With --stats-json, one JSON object of
 counters (connections opened, closed by the client and why, peer closes, records) is
 printed to stdout. Exit status 0, 2 for bad flags or configuration, 1 if the producer
 cannot start.`,
@@ -145,6 +147,9 @@ func parseLevel(s string) (slog.Level, error) {
 	}
 	return 0, fmt.Errorf("%q: want debug, info or warn", s)
 }
+
+// stopFlush bounds the final flush after a signal or --duration.
+const stopFlush = 5 * time.Second
 
 // statsJSON is what --stats-json prints: the counters summed over every
 // producer, and how many producers there were.
@@ -256,9 +261,15 @@ loop:
 		}
 	}
 
-	// Close (or, for the leaked producers, only flush) within a bound, so
-	// that a dead cluster cannot keep the process alive past a signal.
-	closeCtx, cancel := context.WithTimeout(context.Background(), cfg.DeliveryTimeout+5*time.Second)
+	// Close (or, for the leaked producers, only flush) within a bound: after
+	// the last of --messages, long enough for their delivery.timeout.ms; on
+	// a signal or the end of --duration, briefly, so that a dead cluster
+	// cannot keep the process alive (kdiag repro stops its child so).
+	bound := cfg.DeliveryTimeout + 5*time.Second
+	if ctx.Err() != nil {
+		bound = stopFlush
+	}
+	closeCtx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	stopNow, stopSig := signal.NotifyContext(closeCtx, syscall.SIGINT, syscall.SIGTERM)
 	defer stopSig()

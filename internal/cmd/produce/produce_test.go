@@ -169,3 +169,51 @@ func TestProducerPerMessage(t *testing.T) {
 		t.Errorf("stats: %+v", st)
 	}
 }
+
+// TestStopBySignalAndDuration: with --messages 0 the run ends on the
+// context (SIGINT/SIGTERM in a real run) or --duration, closes the producer
+// and exits 0 with the counters.
+func TestStopBySignalAndDuration(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "stop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tt := range []struct {
+		name     string
+		duration time.Duration
+		cancel   time.Duration
+	}{
+		{"signal", 0, 300 * time.Millisecond},
+		{"duration", 300 * time.Millisecond, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tt.cancel > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.cancel)
+				defer cancel()
+			}
+			ios, _, out, errOut := cmdutil.Test()
+			o := &ProduceOptions{IO: ios, Context: ctx, Bootstrap: c.ListenAddrs()[0], Topic: "stop",
+				Interval: 50 * time.Millisecond, Duration: tt.duration, LogLevel: "warn", StatsJSON: true}
+			done := make(chan error, 1)
+			go func() { done <- runProduce(o) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%v\n%s", err, errOut)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("run did not stop")
+			}
+			var st statsJSON
+			if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.RecordsAcked < 1 || st.ConnectionsOpen != 0 || st.ClosedOnClose != st.ConnectionsOpened {
+				t.Errorf("stats: %+v", st)
+			}
+		})
+	}
+}

@@ -135,6 +135,9 @@ type springItem struct {
 //   - a #--- comment right after another # comment line does not start a
 //     document in Spring; here every #--- at the start of a line does.
 //
+// Placeholders such as ${KAFKA_BROKERS:localhost:9092} are kept as
+// written: Spring resolves them from the environment at run time.
+//
 // Keys outside spring.kafka, and the groups for other clients
 // (consumer, admin, streams, listener, jaas, template, retry), make no
 // entry. A spring.kafka.producer.* key (or spring.kafka.* key) that is none

@@ -38,6 +38,12 @@ const (
 // SocketSource returns the TCP sockets process pid holds.
 type SocketSource func(ctx context.Context, pid int) ([]netstat.Socket, error)
 
+// clientStates are the states a client's connections can be in while the
+// client holds them; the kernel filters on them, which matters on a host with
+// many sockets (TIME_WAIT and listeners are not the producer's).
+var clientStates = netstat.States(netstat.SynSent, netstat.Established, netstat.FinWait1, netstat.FinWait2,
+	netstat.Closing, netstat.CloseWait, netstat.LastAck)
+
 // ScannerSource reads a process's sockets through netstat's Scanner: an
 // inet_diag dump (with tcp_info, so CLOSE_WAIT ages are the kernel's) or the
 // /proc/net/tcp fallback, attributed to the process through its fds. It is
@@ -47,7 +53,7 @@ func ScannerSource(procRoot string) SocketSource {
 	sc := netstat.NewScanner(procRoot)
 	return func(ctx context.Context, pid int) ([]netstat.Socket, error) {
 		mu.Lock()
-		snap, err := sc.Scan(ctx, netstat.Query{States: netstat.AllStates, PIDs: []int{pid}})
+		snap, err := sc.Scan(ctx, netstat.Query{States: clientStates, PIDs: []int{pid}})
 		mu.Unlock()
 		if err != nil {
 			return nil, err
@@ -69,7 +75,7 @@ func ProcSource(procRoot string) SocketSource {
 	var mu sync.Mutex
 	at := netstat.NewAttributor(procRoot)
 	return func(ctx context.Context, pid int) ([]netstat.Socket, error) {
-		socks, err := netstat.ReadProcNetTCP(procRoot, pid, netstat.AllStates)
+		socks, err := netstat.ReadProcNetTCP(procRoot, pid, clientStates)
 		if err != nil && len(socks) == 0 {
 			return nil, err
 		}
@@ -287,8 +293,8 @@ func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progr
 	t := time.NewTicker(opts.SampleInterval)
 	defer t.Stop()
 	for {
-		now := time.Now()
 		socks, err := opts.Sockets(ctx, ch.pid)
+		now := time.Now() // when the reading is complete
 		if err != nil && ctx.Err() == nil {
 			sampleErrs++
 			if sampleErrs == 1 {
@@ -347,6 +353,13 @@ func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progr
 			continue
 		}
 		break
+	}
+	if n := len(res.Series); n > 1 {
+		took := res.Series[n-1].Elapsed - res.Series[0].Elapsed
+		if avg := took / time.Duration(n-1); avg > 2*opts.SampleInterval {
+			res.Notes = append(res.Notes, fmt.Sprintf("samples came every %s on average, not every %s: reading the host's sockets is slow here (how many TCP sockets does it have?)",
+				avg.Round(10*time.Millisecond), opts.SampleInterval))
+		}
 	}
 	if sampleErrs > 1 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d of %d samples could not be read", sampleErrs, len(res.Series)))

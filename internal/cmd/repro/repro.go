@@ -240,9 +240,16 @@ func runRepro(opts *ReproOptions) error {
 		if opts.Bootstrap != "" {
 			where = opts.Bootstrap
 		}
-		total := time.Duration(len(scenarios)) * duration
-		if opts.Parallel {
-			total = duration
+		// Each scenario takes its duration, plus the producer's close, which
+		// waits for a blocked callback, plus about a second to start.
+		var total time.Duration
+		for _, sc := range scenarios {
+			one := duration + repro.Scale(sc.CallbackDelay, opts.BrokerIdle) + time.Second
+			if opts.Parallel {
+				total = max(total, one)
+			} else {
+				total += one
+			}
 		}
 		fmt.Fprintf(opts.IO.Out, "kdiag repro: %s against %s, broker idle timeout %s (real 10m / %g), %s each (about %s in all).\n\n",
 			cmdutil.Plural(len(scenarios), "scenario"), where, opts.BrokerIdle, float64(repro.RealBrokerIdle)/float64(opts.BrokerIdle), duration, total.Round(time.Second))

@@ -295,6 +295,8 @@ func (p *Producer) done(pr *pending) {
 
 // Flush sends every buffered record at once (linger.ms no longer applies) and
 // waits until each has been acknowledged or has failed, or ctx is done.
+// Do not call Flush or Close from a send callback: the callback runs on the
+// network goroutine they wait for, so they would wait forever.
 func (p *Producer) Flush(ctx context.Context) error {
 	p.mu.Lock()
 	if p.incomplete == 0 {

@@ -144,6 +144,8 @@ type CloseWaitSocket struct {
 	// Age is tcp_info's time since the FIN at LastSeen, when HasAge.
 	Age    time.Duration `json:"age_ns,omitempty"`
 	HasAge bool          `json:"has_age"`
+
+	gen uint64 // the Tracker sample that last saw it
 }
 
 // Since is the best estimate of when the socket entered CLOSE_WAIT: the
@@ -172,9 +174,13 @@ type RemoteSeries struct {
 	Other  bool           `json:"other,omitempty"`
 	// Broker is true when Options.IsBroker says Remote is a broker.
 	Broker bool `json:"broker,omitempty"`
-	// Points has one entry per sample from the first that saw the endpoint.
-	Points    []Point `json:"points"`
-	CloseWait Trend   `json:"close_wait"`
+	// Last is the counts at the last sample.
+	Last Counts `json:"last"`
+	// Points has one entry per sample from the first that saw the endpoint
+	// (nil from Tracker.Current).
+	Points []Point `json:"points"`
+	// CloseWait is the trend toward this endpoint (zero from Current).
+	CloseWait Trend `json:"close_wait"`
 }
 
 // Name returns the endpoint as text, "other" for the overflow bucket.
@@ -192,8 +198,11 @@ type ProcessSeries struct {
 	Process   netstat.Process `json:"process"`
 	FirstSeen time.Time       `json:"first_seen"`
 	LastSeen  time.Time       `json:"last_seen"`
+	// Last is the counts at the last sample.
+	Last Counts `json:"last"`
 	// Points has one entry per sample from FirstSeen to the end of the
-	// window; samples after the process was last seen count zero.
+	// window; samples after the process was last seen count zero (nil from
+	// Tracker.Current).
 	Points []Point `json:"points"`
 	// CloseWait is the trend over the window, CloseWaitRecent over its
 	// trailing Options.Recent, Established the ESTABLISHED trend.

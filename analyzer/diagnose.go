@@ -199,10 +199,7 @@ func remotesLine(p *ProcessSeries, closeWaitOnly bool) string {
 	}
 	var list []rc
 	for _, r := range p.Remotes {
-		last := Counts{}
-		if n := len(r.Points); n > 0 {
-			last = r.Points[n-1].Counts
-		}
+		last := r.Last
 		if last.Get(netstat.CloseWait) == 0 && (closeWaitOnly || last.Get(netstat.Established) == 0) {
 			continue
 		}

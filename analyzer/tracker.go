@@ -3,6 +3,7 @@ package analyzer
 import (
 	"cmp"
 	"encoding/json"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"time"
@@ -11,10 +12,6 @@ import (
 )
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
-
-// maxLocalPorts bounds the distinct-local-port set per process; past it the
-// count is a lower bound, which is all the diagnosis needs.
-const maxLocalPorts = 1 << 16
 
 // Tracker accumulates snapshots one at a time. It keeps, per process and
 // tracked remote, one Counts per sample, and the live CLOSE_WAIT sockets; a
@@ -28,14 +25,20 @@ type Tracker struct {
 	times []time.Time
 	base  int
 	procs map[ProcessKey]*procState
-	cw    map[cwID]*CloseWaitSocket
-	notes map[string]int
+	// cw holds the live CLOSE_WAIT sockets by inode; cwTuple those the
+	// source gave no inode for, by 4-tuple. gen marks the ones the current
+	// sample saw, so the sweep for closed ones needs no per-sample set.
+	cw      map[inodeID]*CloseWaitSocket
+	cwTuple map[tupleID]*CloseWaitSocket
+	gen     uint64
+	notes   map[string]int
 	// noteOrder keeps notes in the order first seen, for stable output.
 	noteOrder []string
 	sources   map[string]bool
 }
 
 type procState struct {
+	key       ProcessKey
 	proc      netstat.Process
 	first     int // absolute index of counts[0]
 	firstSeen time.Time
@@ -44,7 +47,13 @@ type procState struct {
 	cur       Counts
 	remotes   map[remoteKey]*remoteState
 	closed    int
-	ports     map[uint16]struct{}
+	// ports is a bitset of the local ports of its connected sockets: a
+	// map insert per socket per sample would cost more than the rest.
+	ports *[1 << 16 / 64]uint64
+	// lastKey and lastRemote cache the previous socket's remote: sockets
+	// of one process toward one broker come in runs.
+	lastKey    remoteKey
+	lastRemote *remoteState
 }
 
 type remoteKey struct {
@@ -58,10 +67,13 @@ type remoteState struct {
 	cur    Counts
 }
 
-// cwID identifies a socket across samples: its inode (unique while it lives)
-// in its namespace, or its 4-tuple when the source gave no inode.
-type cwID struct {
-	netns, inode  uint64
+// inodeID identifies a socket across samples: its inode (unique while it
+// lives) in its namespace.
+type inodeID struct{ netns, inode uint64 }
+
+// tupleID identifies a socket without inode by its namespace and 4-tuple.
+type tupleID struct {
+	netns         uint64
 	local, remote netip.AddrPort
 }
 
@@ -72,7 +84,8 @@ func NewTracker(opts Options) *Tracker {
 		opts:    opts,
 		brokers: make(map[netip.AddrPort]bool),
 		procs:   make(map[ProcessKey]*procState),
-		cw:      make(map[cwID]*CloseWaitSocket),
+		cw:      make(map[inodeID]*CloseWaitSocket),
+		cwTuple: make(map[tupleID]*CloseWaitSocket),
 		notes:   make(map[string]int),
 		sources: make(map[string]bool),
 	}
@@ -124,70 +137,117 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 	for i := range s.Processes {
 		byPID[s.Processes[i].PID] = &s.Processes[i]
 	}
-	seen := make(map[cwID]bool)
+	t.gen++
+	// byKey caches this sample's pid → state: ProcessKey hashes a
+	// time.Time, an int is cheaper, and sockets of one pid often come in runs.
+	byKey := make(map[int]*procState, len(s.Processes)+1)
+	var (
+		lastPID = -1
+		ps      *procState
+	)
 	for i := range s.Sockets {
 		sk := &s.Sockets[i]
-		key := ProcessKey{}
-		var meta *netstat.Process
-		if sk.PID > 0 {
-			key.PID = sk.PID
-			if p := byPID[sk.PID]; p != nil {
-				key.Start, meta = p.StartTime, p
+		if sk.PID != lastPID || ps == nil {
+			if ps = byKey[sk.PID]; ps == nil {
+				ps = t.proc(sk.PID, byPID[sk.PID], s.Time, idx)
+				byKey[sk.PID] = ps
 			}
+			lastPID = sk.PID
 		}
-		ps := t.procs[key]
-		if ps == nil {
-			ps = &procState{first: idx, firstSeen: s.Time, remotes: make(map[remoteKey]*remoteState), ports: make(map[uint16]struct{})}
-			t.procs[key] = ps
-		}
-		if meta != nil {
-			ps.proc = *meta
-			ps.proc.States = nil // per-snapshot; the series has the counts
-		} else if key.PID > 0 && ps.proc.PID == 0 {
-			ps.proc.PID = key.PID
-		}
-		ps.lastSeen = s.Time
 		if int(sk.State) < len(ps.cur) {
 			ps.cur[sk.State]++
 		}
-		if sk.State != netstat.Listen && len(ps.ports) < maxLocalPorts {
-			ps.ports[sk.Local.Port()] = struct{}{}
+		if sk.State != netstat.Listen {
+			port := sk.Local.Port()
+			ps.ports[port/64] |= 1 << (port % 64)
 		}
-		rs := t.remote(ps, normAddrPort(sk.Remote), idx)
+		rk := remoteKey{ap: normAddrPort(sk.Remote)}
+		rs := ps.lastRemote
+		if rs == nil || ps.lastKey != rk {
+			rs = t.remote(ps, rk.ap, idx)
+			ps.lastKey, ps.lastRemote = rk, rs
+		}
 		if int(sk.State) < len(rs.cur) {
 			rs.cur[sk.State]++
 		}
 		if sk.State == netstat.CloseWait {
-			id := cwID{netns: sk.NetNS, inode: sk.Inode}
-			if sk.Inode == 0 {
-				id.local, id.remote = sk.Local, sk.Remote
-			}
-			seen[id] = true
-			c := t.cw[id]
-			if c == nil || c.Process != key {
-				c = &CloseWaitSocket{Process: key, Local: sk.Local, Remote: sk.Remote, Inode: sk.Inode, FirstSeen: s.Time}
-				t.cw[id] = c
-			}
-			c.LastSeen, c.RecvQ, c.Age, c.HasAge = s.Time, sk.RecvQ, sk.Age, sk.HasAge
+			t.closeWait(sk, ps.key, s.Time)
 		}
 	}
 	for id, c := range t.cw {
-		if !seen[id] {
-			if ps := t.procs[c.Process]; ps != nil {
-				ps.closed++
-			}
+		if c.gen != t.gen {
+			t.closedOne(c)
 			delete(t.cw, id)
+		}
+	}
+	for id, c := range t.cwTuple {
+		if c.gen != t.gen {
+			t.closedOne(c)
+			delete(t.cwTuple, id)
 		}
 	}
 	for _, ps := range t.procs {
 		ps.counts = append(ps.counts, ps.cur)
 		ps.cur = Counts{}
+		ps.lastRemote = nil
 		for _, rs := range ps.remotes {
 			rs.counts = append(rs.counts, rs.cur)
 			rs.cur = Counts{}
 		}
 	}
 	t.trim()
+}
+
+// proc returns the state of the process holding a socket of pid (meta is
+// its entry in the snapshot, nil if none), creating it at sample idx.
+func (t *Tracker) proc(pid int, meta *netstat.Process, at time.Time, idx int) *procState {
+	key := ProcessKey{}
+	if pid > 0 {
+		key.PID = pid
+		if meta != nil {
+			key.Start = meta.StartTime
+		}
+	}
+	ps := t.procs[key]
+	if ps == nil {
+		ps = &procState{key: key, first: idx, firstSeen: at, remotes: make(map[remoteKey]*remoteState), ports: new([1 << 16 / 64]uint64)}
+		t.procs[key] = ps
+	}
+	if meta != nil {
+		ps.proc = *meta
+		ps.proc.States = nil // per-snapshot; the series has the counts
+	} else if key.PID > 0 && ps.proc.PID == 0 {
+		ps.proc.PID = key.PID
+	}
+	ps.lastSeen = at
+	return ps
+}
+
+// closeWait records that the current sample holds sk, in CLOSE_WAIT, in key.
+func (t *Tracker) closeWait(sk *netstat.Socket, key ProcessKey, at time.Time) {
+	var c *CloseWaitSocket
+	if sk.Inode != 0 {
+		id := inodeID{sk.NetNS, sk.Inode}
+		c = t.cw[id]
+		if c == nil || c.Process != key {
+			c = &CloseWaitSocket{Process: key, Local: sk.Local, Remote: sk.Remote, Inode: sk.Inode, FirstSeen: at}
+			t.cw[id] = c
+		}
+	} else {
+		id := tupleID{sk.NetNS, sk.Local, sk.Remote}
+		c = t.cwTuple[id]
+		if c == nil || c.Process != key {
+			c = &CloseWaitSocket{Process: key, Local: sk.Local, Remote: sk.Remote, FirstSeen: at}
+			t.cwTuple[id] = c
+		}
+	}
+	c.LastSeen, c.RecvQ, c.Age, c.HasAge, c.gen = at, sk.RecvQ, sk.Age, sk.HasAge, t.gen
+}
+
+func (t *Tracker) closedOne(c *CloseWaitSocket) {
+	if ps := t.procs[c.Process]; ps != nil {
+		ps.closed++
+	}
 }
 
 // remote returns the state of ap under ps, creating it, or the overflow
@@ -256,9 +316,18 @@ func allZero(c []Counts) bool {
 	return true
 }
 
-// Analysis computes trends, verdicts and findings over the current window.
-// It does not change the tracker, so a watch can call it at every sample.
-func (t *Tracker) Analysis() *Analysis {
+// Analysis computes trends, verdicts and findings over the current window,
+// with every point of every series (for reports and charts). It does not
+// change the tracker.
+func (t *Tracker) Analysis() *Analysis { return t.analysis(true) }
+
+// Current is the cheap analysis a live view needs at every sample: the same
+// trends, verdicts and Last counts, but no Points, no Findings, and only the
+// oldest of each process's CLOSE_WAIT sockets, so its cost does not grow
+// with the sockets held or the hour of history kept.
+func (t *Tracker) Current() *Analysis { return t.analysis(false) }
+
+func (t *Tracker) analysis(full bool) *Analysis {
 	a := &Analysis{Samples: len(t.times)}
 	if len(t.times) > 0 {
 		a.Start, a.End = t.times[0], t.times[len(t.times)-1]
@@ -273,35 +342,61 @@ func (t *Tracker) Analysis() *Analysis {
 		}
 	}
 	live := make(map[ProcessKey][]CloseWaitSocket)
+	oldest := make(map[ProcessKey]*CloseWaitSocket)
+	add := func(c *CloseWaitSocket) {
+		if full {
+			live[c.Process] = append(live[c.Process], *c)
+		} else if o := oldest[c.Process]; o == nil || olderCW(c, o) {
+			oldest[c.Process] = c
+		}
+	}
 	for _, c := range t.cw {
-		live[c.Process] = append(live[c.Process], *c)
+		add(c)
+	}
+	for _, c := range t.cwTuple {
+		add(c)
+	}
+	for k, c := range oldest {
+		live[k] = []CloseWaitSocket{*c}
 	}
 	for key, ps := range t.procs {
 		p := ProcessSeries{
 			Key: key, Process: ps.proc, LastSeen: ps.lastSeen,
-			Closed: ps.closed, LocalPorts: len(ps.ports),
+			Closed: ps.closed, LocalPorts: popcount(ps.ports),
 		}
 		p.Process.PID = key.PID
-		p.Points = t.points(ps.counts, ps.first)
-		if len(p.Points) > 0 {
-			p.FirstSeen = p.Points[0].Time
+		if full {
+			p.Points = t.points(ps.counts, ps.first)
+		}
+		if j := ps.first - t.base; j >= 0 && j < len(t.times) {
+			p.FirstSeen = t.times[j]
+		} else if len(t.times) > 0 {
+			p.FirstSeen = t.times[0]
 		}
 		if ps.firstSeen.After(p.FirstSeen) {
 			p.FirstSeen = ps.firstSeen
 		}
-		p.CloseWait = t.fit(p.Points, netstat.CloseWait, time.Time{})
-		p.CloseWaitRecent = t.fitRecent(p.Points, a.End)
-		p.Established = t.fit(p.Points, netstat.Established, time.Time{})
+		if n := len(ps.counts); n > 0 {
+			p.Last = ps.counts[n-1]
+		}
+		p.CloseWait = t.fit(ps.counts, ps.first, netstat.CloseWait, time.Time{}, t.opts)
+		p.CloseWaitRecent = t.fitRecent(ps.counts, ps.first, a.End)
+		p.Established = t.fit(ps.counts, ps.first, netstat.Established, time.Time{}, t.opts)
 		for rk, rs := range ps.remotes {
 			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
-			r.Points = t.points(rs.counts, rs.first)
-			r.CloseWait = t.fit(r.Points, netstat.CloseWait, time.Time{})
+			if n := len(rs.counts); n > 0 {
+				r.Last = rs.counts[n-1]
+			}
+			if full {
+				r.Points = t.points(rs.counts, rs.first)
+				r.CloseWait = t.fit(rs.counts, rs.first, netstat.CloseWait, time.Time{}, t.opts)
+			}
 			p.Remotes = append(p.Remotes, r)
 		}
 		slices.SortFunc(p.Remotes, func(x, y RemoteSeries) int {
 			return cmp.Or(
-				cmp.Compare(y.CloseWait.Last, x.CloseWait.Last),
-				cmp.Compare(lastTotal(y.Points), lastTotal(x.Points)),
+				cmp.Compare(y.Last.Get(netstat.CloseWait), x.Last.Get(netstat.CloseWait)),
+				cmp.Compare(y.Last.Total(), x.Last.Total()),
 				boolCmp(x.Other, y.Other),
 				x.Remote.Compare(y.Remote))
 		})
@@ -318,7 +413,9 @@ func (t *Tracker) Analysis() *Analysis {
 			cmp.Compare(x.Key.PID, y.Key.PID),
 			x.Key.Start.Compare(y.Key.Start))
 	})
-	a.Findings = diagnose(a, t.opts)
+	if full {
+		a.Findings = diagnose(a, t.opts)
+	}
 	return a
 }
 
@@ -332,11 +429,12 @@ func boolCmp(a, b bool) int {
 	return 1
 }
 
-func lastTotal(p []Point) int {
-	if len(p) == 0 {
-		return 0
+// olderCW orders CLOSE_WAIT sockets oldest first.
+func olderCW(x, y *CloseWaitSocket) bool {
+	if c := x.Since().Compare(y.Since()); c != 0 {
+		return c < 0
 	}
-	return p[len(p)-1].Counts.Total()
+	return cmp.Or(cmp.Compare(x.Inode, y.Inode), x.Local.Compare(y.Local)) < 0
 }
 
 // points pairs counts (starting at absolute sample first) with their times.
@@ -354,24 +452,32 @@ func (t *Tracker) points(c []Counts, first int) []Point {
 // fitRecent fits CLOSE_WAIT over the trailing Options.Recent. The recent
 // window needs only half its length covered (MinDuration capped at Recent/2),
 // or a short Recent could never give a verdict.
-func (t *Tracker) fitRecent(p []Point, end time.Time) Trend {
+func (t *Tracker) fitRecent(c []Counts, first int, end time.Time) Trend {
 	o := t.opts
 	o.MinDuration = min(o.MinDuration, o.Recent/2)
-	sub := *t
-	sub.opts = o
-	return sub.fit(p, netstat.CloseWait, end.Add(-o.Recent))
+	return t.fit(c, first, netstat.CloseWait, end.Add(-o.Recent), o)
 }
 
-// fit fits one state's counts over the points at or after from.
-func (t *Tracker) fit(p []Point, s netstat.State, from time.Time) Trend {
-	times := make([]time.Time, 0, len(p))
-	counts := make([]int, 0, len(p))
-	for _, pt := range p {
-		if pt.Time.Before(from) {
+// fit fits one state's counts (from absolute sample first) at or after from.
+func (t *Tracker) fit(c []Counts, first int, s netstat.State, from time.Time, o Options) Trend {
+	off := first - t.base
+	times := make([]time.Time, 0, len(c))
+	counts := make([]int, 0, len(c))
+	for i := range c {
+		j := off + i
+		if j < 0 || j >= len(t.times) || t.times[j].Before(from) {
 			continue
 		}
-		times = append(times, pt.Time)
-		counts = append(counts, pt.Counts.Get(s))
+		times = append(times, t.times[j])
+		counts = append(counts, c[i].Get(s))
 	}
-	return Fit(times, counts, t.opts)
+	return Fit(times, counts, o)
+}
+
+func popcount(b *[1 << 16 / 64]uint64) int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
 }

@@ -18,6 +18,7 @@ package metrics
 import (
 	"cmp"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -138,7 +139,7 @@ func aggregate(s *netstat.Snapshot, max int) []socketSeries {
 	type key struct {
 		pid    int
 		state  netstat.State
-		remote string
+		remote netip.AddrPort // formatted once per series, not per socket
 	}
 	names := make(map[int]string, len(s.Processes))
 	for _, p := range s.Processes {
@@ -148,11 +149,11 @@ func aggregate(s *netstat.Snapshot, max int) []socketSeries {
 	for i := range s.Sockets {
 		sk := &s.Sockets[i]
 		pid := max0(sk.PID)
-		counts[key{pid, sk.State, sk.Remote.String()}]++
+		counts[key{pid, sk.State, sk.Remote}]++
 	}
 	all := make([]socketSeries, 0, len(counts))
 	for k, n := range counts {
-		all = append(all, socketSeries{pid: strconv.Itoa(k.pid), process: names[k.pid], state: k.state.String(), remote: k.remote, n: n})
+		all = append(all, socketSeries{pid: strconv.Itoa(k.pid), process: names[k.pid], state: k.state.String(), remote: k.remote.String(), n: n})
 	}
 	// Busiest first within each (pid, state), so the cut keeps the top ones.
 	slices.SortFunc(all, func(x, y socketSeries) int {

@@ -136,7 +136,7 @@ func rows(a *analyzer.Analysis) []row {
 			r.Oldest = roundDur(o.AgeAt(a.End)).String()
 		}
 		for _, rem := range p.Remotes {
-			if n := len(rem.Points); n > 0 && rem.Points[n-1].Counts.Total() > 0 {
+			if rem.Last.Total() > 0 {
 				r.TopRemote = rem.Name()
 				break
 			}

@@ -237,7 +237,7 @@ loop:
 		default:
 			scans++
 			tracker.Add(snap)
-			a := tracker.Analysis()
+			a := tracker.Current()
 			col.Update(snap, a, dur)
 			if o.Textfile != "" {
 				if err := metrics.WriteTextfile(o.Textfile, col); err != nil {
@@ -369,12 +369,8 @@ func (v *liveView) draw(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Dura
 }
 
 func lastCounts(p analyzer.ProcessSeries) (cw, es, other int) {
-	if n := len(p.Points); n > 0 {
-		c := p.Points[n-1].Counts
-		cw, es = c.Get(netstat.CloseWait), c.Get(netstat.Established)
-		other = c.Total() - cw - es
-	}
-	return
+	cw, es = p.Last.Get(netstat.CloseWait), p.Last.Get(netstat.Established)
+	return cw, es, p.Last.Total() - cw - es
 }
 
 // plainLine is one scan as one line of key=value fields, for logs and pipes:

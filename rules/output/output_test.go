@@ -207,7 +207,7 @@ func TestJSONShape(t *testing.T) {
 	}
 }
 
-func compileSARIFSchema(t *testing.T) *jsonschema.Schema {
+func compileSARIFSchema(t testing.TB) *jsonschema.Schema {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "sarif-schema-2.1.0.json"))
 	if err != nil {
@@ -233,7 +233,7 @@ func compileSARIFSchema(t *testing.T) *jsonschema.Schema {
 	return sch
 }
 
-func validateSARIF(t *testing.T, sch *jsonschema.Schema, out []byte) error {
+func validateSARIF(t testing.TB, sch *jsonschema.Schema, out []byte) error {
 	t.Helper()
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(out))
 	if err != nil {

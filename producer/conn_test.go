@@ -295,3 +295,34 @@ func TestLocalhostAndDeadBootstrap(t *testing.T) {
 		t.Error("connect failure not logged as Java does")
 	}
 }
+
+// TestRequestTimeoutAndMidRequestClose: a PRODUCE left unanswered past
+// request.timeout.ms disconnects the node (NetworkClient's wording) and is
+// retried; so is one whose connection the broker closes while it waits.
+func TestRequestTimeoutAndMidRequestClose(t *testing.T) {
+	c := newCluster(t, 1, 0, kfake.SeedTopics(1, "t"))
+	p, logs := newProducer(t, c, map[string]string{"request.timeout.ms": "300", "delivery.timeout.ms": "20000"})
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		return nil, nil, true // swallow it: no response
+	})
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("late")}); err != nil {
+		t.Fatalf("record after a request timeout: %v", err)
+	}
+	if logs.index("Disconnecting from node 0 due to request timeout.") < 0 {
+		t.Error("request timeout not logged")
+	}
+	if st := p.Stats(); st.ClosedOnError < 1 || st.RecordsAcked != 1 {
+		t.Errorf("stats after timeout: %+v", st)
+	}
+
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		return nil, errors.New("drop the connection"), true // kfake closes it
+	})
+	before := p.Stats().PeerCloses
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("again")}); err != nil {
+		t.Fatalf("record after the broker closed mid-request: %v", err)
+	}
+	if st := p.Stats(); st.PeerCloses <= before || st.RecordsAcked != 2 {
+		t.Errorf("stats after mid-request close: %+v", st)
+	}
+}

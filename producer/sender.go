@@ -252,6 +252,12 @@ func (s *sender) step(now time.Time) time.Time {
 	s.checkConnections(now, soon)
 	s.maybeUpdateMetadata(now, soon)
 	s.sendProduce(now, flushing, soon)
+	// Requests sent just now have deadlines too.
+	for _, c := range s.conns {
+		if len(c.inflight) > 0 {
+			soon(c.inflight[0].sent.Add(s.cfg().RequestTimeout))
+		}
+	}
 	return next
 }
 

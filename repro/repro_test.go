@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 	}())
 }
 
+// testSockets is shared by the parallel tests, so that each sample is one
+// scan of the host for all of them.
+var testSockets = ScannerSource("/proc")
+
 // testIdle is the broker idle timeout of the integration tests: short, with
 // the healthy client's 0.9x idle still 200ms ahead of the broker.
 const testIdle = 2 * time.Second
@@ -54,7 +58,7 @@ func runScenario(t *testing.T, name string, d time.Duration) *Result {
 		BrokerIdle:     testIdle,
 		Duration:       d,
 		SampleInterval: 150 * time.Millisecond,
-		Sockets:        ScannerSource("/proc"),
+		Sockets:        testSockets,
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

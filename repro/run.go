@@ -46,25 +46,77 @@ var clientStates = netstat.States(netstat.SynSent, netstat.Established, netstat.
 
 // ScannerSource reads a process's sockets through netstat's Scanner: an
 // inet_diag dump (with tcp_info, so CLOSE_WAIT ages are the kernel's) or the
-// /proc/net/tcp fallback, attributed to the process through its fds. It is
-// safe for concurrent use (the Scanner is not: calls are serialized).
+// /proc/net/tcp fallback, attributed to the process through its fds.
+//
+// Calls share scans, because a dump lists every socket of the host and on a
+// host with many sockets one dump is what a sample costs: a call waits for
+// the next scan to start, and each scan covers every pid asked for by the
+// calls waiting when it starts. So scenarios run in parallel cost one dump
+// per sample, not one each. It is safe for concurrent use.
 func ScannerSource(procRoot string) SocketSource {
-	var mu sync.Mutex
-	sc := netstat.NewScanner(procRoot)
-	return func(ctx context.Context, pid int) ([]netstat.Socket, error) {
-		mu.Lock()
-		snap, err := sc.Scan(ctx, netstat.Query{States: clientStates, PIDs: []int{pid}})
-		mu.Unlock()
-		if err != nil {
-			return nil, err
+	s := &sharedScanner{sc: netstat.NewScanner(procRoot), waiting: map[int][]chan scanResult{}}
+	return s.sockets
+}
+
+type scanResult struct {
+	socks []netstat.Socket
+	err   error
+}
+
+type sharedScanner struct {
+	sc *netstat.Scanner // used by one loop at a time
+
+	mu      sync.Mutex
+	waiting map[int][]chan scanResult
+	running bool
+}
+
+func (s *sharedScanner) sockets(ctx context.Context, pid int) ([]netstat.Socket, error) {
+	ch := make(chan scanResult, 1) // the loop never blocks on a caller that left
+	s.mu.Lock()
+	s.waiting[pid] = append(s.waiting[pid], ch)
+	if !s.running {
+		s.running = true
+		go s.loop()
+	}
+	s.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r.socks, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// loop scans while calls wait, then ends.
+func (s *sharedScanner) loop() {
+	for {
+		s.mu.Lock()
+		batch := s.waiting
+		if len(batch) == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
 		}
-		var out []netstat.Socket
-		for _, s := range snap.Sockets {
-			if s.PID == pid {
-				out = append(out, s)
+		s.waiting = map[int][]chan scanResult{}
+		s.mu.Unlock()
+
+		pids := make([]int, 0, len(batch))
+		for pid := range batch {
+			pids = append(pids, pid)
+		}
+		snap, err := s.sc.Scan(context.Background(), netstat.Query{States: clientStates, PIDs: pids})
+		byPID := map[int][]netstat.Socket{}
+		if err == nil {
+			for _, so := range snap.Sockets {
+				byPID[so.PID] = append(byPID[so.PID], so)
 			}
 		}
-		return out, nil
+		for pid, chs := range batch {
+			for _, ch := range chs {
+				ch <- scanResult{socks: byPID[pid], err: err}
+			}
+		}
 	}
 }
 

@@ -67,7 +67,7 @@ func judge(sc Scenario, res *Result) {
 // is above the first third's highest. from is that highest, to the final
 // count.
 func growth(series []Sample) (grew bool, from, to int) {
-	if len(series) < 6 {
+	if len(series) < 3 {
 		return false, 0, 0
 	}
 	third := len(series) / 3

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/mdlayher/netlink"
@@ -49,22 +50,27 @@ func DumpNetlink(states StateSet) ([]Socket, error) {
 	if unix.Stat("/proc/thread-self/ns/net", &st) == nil {
 		ns = st.Ino
 	}
-	return dumpNetlink(0, ns, states, dumpBufferSize)
+	return dumpNetlink(0, ns, "", states, dumpBufferSize)
 }
 
 // dumpNetlink dumps the namespace of the open file nsFD (0: the caller's),
-// whose inode is ns, reading with a user buffer of bufSize (0: peek each
-// datagram's size, mdlayher/netlink's default).
-func dumpNetlink(nsFD int, ns uint64, states StateSet, bufSize int) ([]Socket, error) {
+// whose inode is ns and whose path errors name (where, "" for the caller's),
+// reading with a user buffer of bufSize (0: peek each datagram's size,
+// mdlayher/netlink's default).
+func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, bufSize int) ([]Socket, error) {
 	c, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, &netlink.Config{NetNS: nsFD, MessageBufferSize: bufSize})
 	if err != nil {
-		return nil, netlinkError("dial", err)
+		return nil, netlinkError(where, "dial", err)
 	}
 	defer c.Close()
 	if err := c.SetReadDeadline(time.Now().Add(dumpTimeout)); err != nil {
-		return nil, netlinkError("set deadline", err)
+		return nil, netlinkError(where, "set deadline", err)
 	}
-	var socks []Socket
+	// Collect into a pooled scratch slice and copy once to an exact-size
+	// result, as the /proc parser does (scratchPool).
+	scratch := scratchPool.Get().(*[]Socket)
+	defer func() { *scratch = (*scratch)[:0]; scratchPool.Put(scratch) }()
+	socks := (*scratch)[:0]
 	var errs lineErrors
 	for _, fam := range []Family{IPv4, IPv6} {
 		req := netlink.Message{
@@ -72,7 +78,7 @@ func dumpNetlink(nsFD int, ns uint64, states StateSet, bufSize int) ([]Socket, e
 			Data:   encodeInetDiagReq(fam, states),
 		}
 		if _, err := c.Send(req); err != nil {
-			return nil, netlinkError("send "+fam.String()+" dump request", err)
+			return nil, netlinkError(where, "send "+fam.String()+" dump request", err)
 		}
 		// Decode as the datagrams arrive rather than collecting every
 		// message first (Conn.Execute): a message's Data points into its
@@ -80,7 +86,7 @@ func dumpNetlink(nsFD int, ns uint64, states StateSet, bufSize int) ([]Socket, e
 		i := 0
 		for m, err := range c.ReceiveIter() {
 			if err != nil {
-				return nil, netlinkError("receive "+fam.String()+" dump", err)
+				return nil, netlinkError(where, "receive "+fam.String()+" dump", err)
 			}
 			s, ok, reason := parseInetDiagMessage(m)
 			if reason != "" {
@@ -92,25 +98,34 @@ func dumpNetlink(nsFD int, ns uint64, states StateSet, bufSize int) ([]Socket, e
 			i++
 		}
 	}
-	socks = dedupSockets(socks)
+	*scratch = socks
+	out := slices.Clone(dedupSockets(socks))
 	if err := errs.err(); err != nil {
-		return socks, fmt.Errorf("netstat: netlink sock_diag: %w", err)
+		return out, fmt.Errorf("netstat: netlink sock_diag%s: %w", inNS(where), err)
 	}
-	return socks, nil
+	return out, nil
 }
 
 // netlinkError wraps a dial, send or receive error, marking with
 // ErrNetlinkUnavailable the errnos that say sock_diag is not to be had here
 // and with ErrNetNSUnavailable a namespace that could not be entered.
-func netlinkError(op string, err error) error {
+func netlinkError(where, op string, err error) error {
 	var se *os.SyscallError
 	if errors.As(err, &se) && se.Syscall == "setns" {
-		return fmt.Errorf("netstat: netlink sock_diag %s: %w: %w", op, ErrNetNSUnavailable, err)
+		return fmt.Errorf("netstat: netlink sock_diag%s: %s: %w: %w", inNS(where), op, ErrNetNSUnavailable, err)
 	}
 	for _, errno := range []unix.Errno{unix.EPROTONOSUPPORT, unix.EAFNOSUPPORT, unix.EPERM, unix.EACCES, unix.ENOENT, unix.EOPNOTSUPP} {
 		if errors.Is(err, errno) {
-			return fmt.Errorf("netstat: netlink sock_diag %s: %w: %w", op, ErrNetlinkUnavailable, err)
+			return fmt.Errorf("netstat: netlink sock_diag%s: %s: %w: %w", inNS(where), op, ErrNetlinkUnavailable, err)
 		}
 	}
-	return fmt.Errorf("netstat: netlink sock_diag %s: %w", op, err)
+	return fmt.Errorf("netstat: netlink sock_diag%s: %s: %w", inNS(where), op, err)
+}
+
+// inNS writes " in <path>" for a namespace's path, "" for none.
+func inNS(where string) string {
+	if where == "" {
+		return ""
+	}
+	return " in " + where
 }

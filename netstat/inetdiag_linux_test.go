@@ -321,7 +321,7 @@ func BenchmarkDumpNetlink(b *testing.B) {
 			b.ReportAllocs()
 			var n int
 			for b.Loop() {
-				socks, err := dumpNetlink(0, ns, bc.states, bc.buf)
+				socks, err := dumpNetlink(0, ns, "", bc.states, bc.buf)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -261,7 +261,7 @@ func TestNetlinkErrorClassification(t *testing.T) {
 		{"setns refused", os.NewSyscallError("setns", unix.EPERM), false, true},
 		{"timeout", &netlink.OpError{Op: "receive", Err: os.ErrDeadlineExceeded}, false, false},
 	} {
-		err := netlinkError("op", tc.err)
+		err := netlinkError("", "op", tc.err)
 		if errors.Is(err, ErrNetlinkUnavailable) != tc.unavailable || errors.Is(err, ErrNetNSUnavailable) != tc.ns {
 			t.Errorf("%s: %v: ErrNetlinkUnavailable %v, ErrNetNSUnavailable %v; want %v, %v", tc.name, err,
 				errors.Is(err, ErrNetlinkUnavailable), errors.Is(err, ErrNetNSUnavailable), tc.unavailable, tc.ns)

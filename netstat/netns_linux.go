@@ -28,7 +28,7 @@ func DumpNetlinkInNetNS(nsPath string, states StateSet) ([]Socket, error) {
 	}
 	// The caller's own namespace needs no setns, hence no privilege.
 	if unix.Stat("/proc/thread-self/ns/net", &self) == nil && self.Dev == st.Dev && self.Ino == st.Ino {
-		return dumpNetlink(0, st.Ino, states, dumpBufferSize)
+		return dumpNetlink(0, st.Ino, nsPath, states, dumpBufferSize)
 	}
 	// Config.NetNS 0 means "no namespace": should the file have landed on
 	// fd 0 (stdin closed), use a copy.
@@ -40,9 +40,5 @@ func DumpNetlinkInNetNS(nsPath string, states StateSet) ([]Socket, error) {
 		defer unix.Close(dup)
 		fd = dup
 	}
-	socks, err := dumpNetlink(fd, st.Ino, states, dumpBufferSize)
-	if err != nil {
-		return socks, fmt.Errorf("%s: %w", nsPath, err)
-	}
-	return socks, nil
+	return dumpNetlink(fd, st.Ino, nsPath, states, dumpBufferSize)
 }

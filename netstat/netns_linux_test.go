@@ -6,12 +6,16 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/internal/sockettest"
+	"golang.org/x/sys/unix"
 )
 
 // A child in its own network namespace (unshare -n) holds CLOSE_WAIT sockets
@@ -165,14 +169,101 @@ func TestNetNSOfFixture(t *testing.T) {
 	}
 }
 
-// Another user's namespace cannot be read when not root: the pid goes under
-// key 0 with one note saying what to do.
-func TestGroupByNetNSDenied(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root reads every namespace: run as another user to see EACCES")
+// asNobodyEnv marks the re-executed test binary of TestUnprivileged; its
+// value is the pid of a process in another network namespace.
+const asNobodyEnv = "KDIAG_NETSTAT_TEST_AS_NOBODY"
+
+// What kdiag sees without root, checked for real: the test binary runs again
+// as uid 65534 with fd 3 open on the network namespace of a child (opened by
+// root, as a container runtime's handle would be).
+func TestUnprivileged(t *testing.T) {
+	if v := os.Getenv(asNobodyEnv); v != "" {
+		pid, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unprivilegedChecks(t, pid)
+		return
 	}
-	groups, notes := GroupByNetNS("/proc", []int{1})
-	if len(groups[0]) != 1 || len(notes) != 1 || !strings.Contains(notes[0], "run as root") {
-		t.Errorf("pid 1 as non-root: groups %v notes %q", groups, notes)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start the test binary as uid 65534 beside a namespace of root's")
+	}
+	c := sockettest.StartChild(t, sockettest.Spec{Network: "tcp4", CloseWait: 2, NetNS: true})
+	ns, err := os.Open(c.NetNSPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	// The go tool's build directory is root's alone: copy the binary where
+	// uid 65534 can run it.
+	dir, err := os.MkdirTemp("", "kdiag-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "netstat.test")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestUnprivileged$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), asNobodyEnv+"="+strconv.Itoa(c.PID))
+	cmd.ExtraFiles = []*os.File{ns} // fd 3
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	t.Logf("as uid 65534:\n%s", out)
+	if err != nil {
+		t.Fatalf("the checks as uid 65534 failed: %v", err)
+	}
+}
+
+func unprivilegedChecks(t *testing.T, childPID int) {
+	if os.Geteuid() == 0 {
+		t.Fatal("meant to run as uid 65534")
+	}
+	// sock_diag needs no privilege, and reports the socket's owner.
+	ln := sockettest.Listener(t, "tcp4")
+	for _, src := range []struct {
+		name string
+		dump func() ([]Socket, error)
+	}{{"netlink", netlinkAll}, {"/proc", procAll}} {
+		socks := dumpAll(t, src.name, src.dump, []*sockettest.Socket{ln})
+		got, ok := byTuple(t, src.name, socks)[testTuple(ln)]
+		if !ok || got.UID != 65534 || got.Inode != ln.Inode {
+			t.Errorf("%s: own listener %s reported as %+v (found %v), want uid 65534", src.name, ln, got, ok)
+		}
+	}
+
+	// Another user's namespace handle cannot be read: a note, key 0.
+	groups, notes := GroupByNetNS("/proc", []int{1, os.Getpid()})
+	if len(groups[0]) != 1 || groups[0][0] != 1 || len(notes) != 1 || !strings.Contains(notes[0], "run as root") {
+		t.Errorf("GroupByNetNS as non-root: groups %v notes %q; want pid 1 under 0 and one note", groups, notes)
+	}
+	_, err := DumpNetlinkInNetNS("/proc/1/ns/net", AllStates)
+	if !errors.Is(err, ErrNetNSUnavailable) || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("pid 1's namespace: err = %v, want ErrNetNSUnavailable and fs.ErrPermission", err)
+	}
+	// An open handle (fd 3) opens again, but setns(2) needs CAP_SYS_ADMIN.
+	_, err = DumpNetlinkInNetNS("/proc/self/fd/3", AllStates)
+	if !errors.Is(err, ErrNetNSUnavailable) || !errors.Is(err, unix.EPERM) {
+		t.Errorf("setns as non-root: err = %v, want ErrNetNSUnavailable and EPERM", err)
+	}
+	t.Logf("as uid %d: %v", os.Geteuid(), err)
+	// The fallback still sees that namespace's sockets: /proc/<pid>/net is
+	// readable by anyone.
+	socks, err := ReadProcNetTCP("/proc", childPID, States(CloseWait))
+	if err != nil || len(socks) != 2 {
+		t.Errorf("ReadProcNetTCP of the child's namespace as non-root: %d CLOSE_WAIT, err %v; want 2", len(socks), err)
 	}
 }

@@ -111,6 +111,8 @@ func appendProcNetTCP(socks []Socket, r io.Reader, fam Family, states StateSet) 
 	return socks, err
 }
 
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 func scanProcNetTCP(socks []Socket, r io.Reader, fam Family, states StateSet) ([]Socket, error) {
 	addrLen := 8 // hex digits of the address
 	switch fam {
@@ -121,8 +123,11 @@ func scanProcNetTCP(socks []Socket, r io.Reader, fam Family, states StateSet) ([
 		return socks, fmt.Errorf("%w: family %d is neither IPv4 nor IPv6", ErrParse, fam)
 	}
 	// The kernel writes lines of fixed width (150 bytes for tcp, 178 for
-	// tcp6); 64 KiB per read keeps the number of read(2)s of a large table low.
-	br := bufio.NewReaderSize(r, 64<<10)
+	// tcp6); 64 KiB per read keeps the number of read(2)s of a large table
+	// low. The readers are pooled: a scan reads a table per namespace.
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() { br.Reset(nil); readerPool.Put(br) }()
 	var errs lineErrors
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')

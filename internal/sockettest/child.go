@@ -143,6 +143,11 @@ func StartChild(t testing.TB, spec Spec) *Child {
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), childEnv+"="+string(js))
+	if _, set := os.LookupEnv("GORACE"); !set {
+		// A race-enabled binary sleeps 1 s at exit by default; a child
+		// has nothing to wait for.
+		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
+	}
 	// Should the test binary die without cleanup, the child dies with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stderr lockedBuffer

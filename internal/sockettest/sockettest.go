@@ -165,8 +165,8 @@ func CloseWait(t testing.TB, network string, n int, opts ...Option) []*Socket {
 
 // TimeWait returns a socket in TIME_WAIT. TIME_WAIT falls to the side that
 // closes first (the active closer), so the helper connects a client, closes
-// it, lets the accepted end read the FIN and close in turn, and waits until
-// /proc/net/tcp{,6} shows the client's 4-tuple in TIME_WAIT. The socket has
+// it for writing, lets the accepted end read the FIN and close in turn, and
+// waits until the kernel has moved the client's connection to TIME_WAIT. The socket has
 // no file any more: FD is -1, Inode and UID are 0. The kernel keeps it 60 s
 // (TCP_TIMEWAIT_LEN); nothing can close it sooner.
 func TimeWait(t testing.TB, network string) *Socket {
@@ -368,22 +368,30 @@ func newTimeWait(network string) (*Socket, error) {
 		<-accepted
 		return nil, err
 	}
+	defer c.Close()
 	s, err := describeConn(network, c.(*net.TCPConn), "ESTABLISHED")
 	if err != nil {
-		c.Close()
 		<-accepted
 		return nil, err
 	}
-	if err := c.Close(); err != nil {
+	// Half-close rather than close, so the fd stays to be asked: when the
+	// peer's FIN reaches FIN_WAIT2, tcp_fin hands the connection to a new
+	// timewait socket (tcp_time_wait) and the fd's socket turns CLOSE. Its
+	// CLOSE state on TCP_INFO thus says the TIME_WAIT socket exists, with
+	// no need to poll /proc/net/tcp (which is slow on a host with a large
+	// table).
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		<-accepted
 		return nil, err
 	}
 	if err := <-accepted; err != nil {
 		return nil, err
 	}
-	s.State, s.FD, s.Inode, s.UID, s.conn = "TIME_WAIT", -1, 0, 0, nil
-	if err := waitProcState(s, timeWaitProc); err != nil {
-		return nil, err
+	s.State = "CLOSE"
+	if err := waitFDState(s); err != nil {
+		return nil, fmt.Errorf("waiting for TIME_WAIT: %w", err)
 	}
+	s.State, s.FD, s.Inode, s.UID, s.conn = "TIME_WAIT", -1, 0, 0, nil
 	return s, nil
 }
 
@@ -476,6 +484,7 @@ func sockaddrToAddrPort(sa unix.Sockaddr) netip.AddrPort {
 var kernelStates = map[uint8]string{
 	unix.BPF_TCP_ESTABLISHED: "ESTABLISHED",
 	unix.BPF_TCP_TIME_WAIT:   "TIME_WAIT",
+	unix.BPF_TCP_CLOSE:       "CLOSE",
 	unix.BPF_TCP_CLOSE_WAIT:  "CLOSE_WAIT",
 	unix.BPF_TCP_LISTEN:      "LISTEN",
 }

@@ -326,3 +326,19 @@ func TestRequestTimeoutAndMidRequestClose(t *testing.T) {
 		t.Errorf("stats after mid-request close: %+v", st)
 	}
 }
+
+// TestIdempotenceRequested: enable.idempotence=true is accepted, said to be
+// unimplemented, and records still go out (without a producer ID).
+func TestIdempotenceRequested(t *testing.T) {
+	c := newCluster(t, 1, 0, kfake.SeedTopics(1, "t"))
+	p, logs := newProducer(t, c, map[string]string{"enable.idempotence": "true", "foo.unknown": "1"})
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	if logs.index("enable.idempotence=true: idempotence is not implemented") < 0 {
+		t.Error("idempotence request not logged")
+	}
+	if logs.index("Ignoring config foo.unknown") < 0 {
+		t.Error("unknown key not logged")
+	}
+}

@@ -174,6 +174,9 @@ func New(cfg Config, opts ...Option) (*Producer, error) {
 	if cfg.EnableIdempotence {
 		log.Info("enable.idempotence=true: idempotence is not implemented by kdiag's producer; " +
 			"records are produced without a producer ID (acks and retries as configured)")
+	} else {
+		log.Debug("Idempotence is not implemented (enable.idempotence defaults to false here): " +
+			"records are produced without a producer ID")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Producer{

@@ -359,3 +359,48 @@ func TestLiveTableOnTTY(t *testing.T) {
 		t.Errorf("redraw does not move up over the last table: %q", second)
 	}
 }
+
+// TestKill9LeavesWholeLines runs the real kdiag binary with --record at a
+// fast interval, kills it with SIGKILL while it writes, and replays the
+// file: every line but possibly the last is a whole snapshot, and the
+// reader reports a cut last line as a note instead of failing.
+func TestKill9LeavesWholeLines(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kdiag")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "../../../cmd/kdiag").CombinedOutput(); err != nil {
+		t.Skipf("cannot build kdiag: %v\n%s", err, out)
+	}
+	l := startLeaker(t)
+	l.do(t, "open 50")
+	l.do(t, "est 50")
+	rec := filepath.Join(dir, "rec.jsonl")
+	cmd := exec.Command(bin, "watch", "--pid", strconv.Itoa(l.pid), "--interval", "10ms", "--duration", "60s", "--quiet", "--record", rec)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, _ := os.ReadFile(rec); bytes.Count(b, []byte("\n")) >= 10 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	snaps, notes, err := record.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) < 10 {
+		t.Errorf("%d snapshots recorded before the kill, want at least 10", len(snaps))
+	}
+	for _, n := range notes {
+		if !strings.Contains(n.Text, "cut short") {
+			t.Errorf("a line other than a cut last one: %v", n)
+		}
+	}
+}

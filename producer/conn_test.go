@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -340,5 +341,33 @@ func TestIdempotenceRequested(t *testing.T) {
 	}
 	if logs.index("Ignoring config foo.unknown") < 0 {
 		t.Error("unknown key not logged")
+	}
+}
+
+// TestIPv6 produces over ::1.
+func TestIPv6(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skip("no IPv6 loopback:", err)
+	}
+	ln.Close()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"),
+		kfake.ListenFn(func(_, addr string) (net.Listener, error) {
+			_, port, _ := net.SplitHostPort(addr)
+			return net.Listen("tcp6", net.JoinHostPort("::1", port))
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !strings.HasPrefix(c.ListenAddrs()[0], "[::1]:") {
+		t.Skipf("kfake does not advertise ::1 (%v)", c.ListenAddrs())
+	}
+	p, logs := newProducer(t, c, nil)
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("v6")}); err != nil {
+		t.Fatal(err)
+	}
+	if logs.index("using address /::1") < 0 {
+		t.Error("no connection over ::1 logged")
 	}
 }

@@ -76,7 +76,7 @@ the connection leak of an application that does so.
 Connection events are logged to stderr at --log-level debug in the words of the Java
 client's NetworkClient. On Ctrl-C, SIGTERM, the last message or --duration, the
 producer is closed (leaked ones are not): it flushes what is buffered, for up to
-delivery.timeout.ms after the last message, for up to 5s after a signal or --duration
+delivery.timeout.ms after the last message, for up to 3s after a signal or --duration
 (a second signal stops at once). With --stats-json, one JSON object of
 counters (connections opened, closed by the client and why, peer closes, records) is
 printed to stdout. Exit status 0, 2 for bad flags or configuration, 1 if the producer
@@ -148,8 +148,9 @@ func parseLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("%q: want debug, info or warn", s)
 }
 
-// stopFlush bounds the final flush after a signal or --duration.
-const stopFlush = 5 * time.Second
+// stopFlush bounds the final flush after a signal or --duration: below
+// kdiag repro's grace (5s) between SIGTERM and SIGKILL.
+const stopFlush = 3 * time.Second
 
 // statsJSON is what --stats-json prints: the counters summed over every
 // producer, and how many producers there were.

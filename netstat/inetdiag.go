@@ -10,16 +10,17 @@ import (
 	"github.com/mdlayher/netlink"
 )
 
-// The inet_diag structures are encoded and decoded here by hand. The issue
-// asks for mdlayher/netlink, which carries netlink messages but knows no
-// sock_diag family, and no well-kept Go library exposes inet_diag_req_v2 with
-// its idiag_states filter: vishvananda/netlink's SocketDiagTCP and
-// SocketDiagTCPInfo (socket_linux.go) hard-code States 0xfff, so every
-// ESTABLISHED socket of the host crosses to user space when only CLOSE_WAIT is
-// wanted, open a new socket per call (no reuse across the two families, no
-// namespace option), and allocate a net.IP pair and a struct per socket.
-// The layouts are small and fixed by the kernel's ABI; each is pinned below
-// to its header.
+// The inet_diag structures are encoded and decoded here by hand, over
+// mdlayher/netlink, which carries netlink messages (and opens the socket in
+// another namespace) but knows no sock_diag family. No well-kept Go library
+// exposes inet_diag_req_v2 with its idiag_states filter: vishvananda/netlink,
+// the one that has sock_diag, hard-codes States 0xfff in SocketDiagTCP and
+// SocketDiagTCPInfo (socket_linux.go, both the package functions and the
+// newer Handle methods), so every ESTABLISHED socket of the host would cross
+// to user space when only CLOSE_WAIT is wanted, and it allocates a net.IP
+// pair and two structs per socket. The layouts are small and fixed by the
+// kernel's ABI; each is pinned below to its header, and TestInetDiagLayouts
+// checks the offsets.
 
 // ErrNetlinkUnavailable is wrapped by DumpNetlink's and DumpNetlinkInNetNS's
 // error when this kernel or sandbox gives no NETLINK_SOCK_DIAG: the socket

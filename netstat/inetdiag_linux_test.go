@@ -57,7 +57,7 @@ type realSockets struct {
 
 func makeRealSockets(t *testing.T) *realSockets {
 	r := &realSockets{start: time.Now(), ports: map[uint16]bool{}}
-	for _, network := range []string{"tcp4", "tcp6"} {
+	for _, network := range sockettest.Networks(t) {
 		ln := sockettest.Listener(t, network)
 		est := sockettest.Established(t, network, 3)
 		cw := sockettest.CloseWait(t, network, 3, sockettest.PeerData(2))               // Recv-Q 3
@@ -279,7 +279,8 @@ func TestStateFilter(t *testing.T) {
 // A child process's sockets: the same namespace, so the same dumps see them,
 // with the child's inodes.
 func TestDumpNetlinkChildSockets(t *testing.T) {
-	c := sockettest.StartChild(t, sockettest.Spec{Network: "tcp6", Listeners: 1, Established: 1, CloseWait: 2, PeerData: 4})
+	nets := sockettest.Networks(t)
+	c := sockettest.StartChild(t, sockettest.Spec{Network: nets[len(nets)-1], Listeners: 1, Established: 1, CloseWait: 2, PeerData: 4})
 	nl := dumpAll(t, "netlink", netlinkAll, c.Sockets())
 	pr := dumpAll(t, "/proc", func() ([]Socket, error) { return ReadProcNetTCP("/proc", c.PID, AllStates) }, c.Sockets())
 	for _, src := range []struct {

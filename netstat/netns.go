@@ -82,8 +82,11 @@ func GroupByNetNS(procRoot string, pids []int) (groups map[uint64][]int, notes [
 		notes = append(notes, fmt.Sprintf("%d %s exited before %s network namespace could be read", exited, plural(exited, "process", "processes"), plural(exited, "its", "their")))
 	}
 	if denied > 0 {
-		notes = append(notes, fmt.Sprintf("cannot read the network namespace of %d %s (pid %s%s): permission denied; run as root to see the sockets of processes in other namespaces (containers)",
-			denied, plural(denied, "process", "processes"), strings.Join(deniedPIDs, ", "), map[bool]string{true: ", ...", false: ""}[denied > len(deniedPIDs)]))
+		if denied > len(deniedPIDs) {
+			deniedPIDs = append(deniedPIDs, "...")
+		}
+		notes = append(notes, fmt.Sprintf("cannot read the network namespace of %d %s (pid %s): permission denied; run as root to see the sockets of processes in other namespaces (containers)",
+			denied, plural(denied, "process", "processes"), strings.Join(deniedPIDs, ", ")))
 	}
 	sort.Strings(other)
 	if len(other) > maxReportedLines {

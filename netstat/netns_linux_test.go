@@ -22,9 +22,9 @@ import (
 // on its own loopback: invisible to the test's own dumps, seen by a dump
 // inside its namespace and in its /proc/<pid>/net/tcp{,6}.
 func TestNetNSChild(t *testing.T) {
-	children := []*sockettest.Child{
-		sockettest.StartChild(t, sockettest.Spec{Network: "tcp4", Listeners: 1, CloseWait: 3, PeerData: 1, NetNS: true}),
-		sockettest.StartChild(t, sockettest.Spec{Network: "tcp6", CloseWait: 2, NetNS: true}),
+	var children []*sockettest.Child
+	for i, network := range sockettest.Networks(t) {
+		children = append(children, sockettest.StartChild(t, sockettest.Spec{Network: network, Listeners: 1 - i, CloseWait: 3 - i, PeerData: 1 - i, NetNS: true}))
 	}
 	host, err := DumpNetlink(AllStates)
 	if err != nil {
@@ -91,10 +91,14 @@ func TestNetNSChild(t *testing.T) {
 		}
 	}
 
-	groups, notes := GroupByNetNS("/proc", []int{os.Getpid(), children[0].PID, 999999999, children[1].PID})
-	c0, _ := NetNSOf("/proc", children[0].PID)
-	c1, _ := NetNSOf("/proc", children[1].PID)
-	want := map[uint64][]int{self: {os.Getpid()}, c0: {children[0].PID}, c1: {children[1].PID}}
+	pids := []int{os.Getpid(), 999999999}
+	want := map[uint64][]int{self: {os.Getpid()}}
+	for _, c := range children {
+		pids = append(pids, c.PID)
+		ns, _ := NetNSOf("/proc", c.PID)
+		want[ns] = []int{c.PID}
+	}
+	groups, notes := GroupByNetNS("/proc", pids)
 	if d := cmp.Diff(want, groups); d != "" {
 		t.Errorf("GroupByNetNS (-want +got):\n%s", d)
 	}

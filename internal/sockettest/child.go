@@ -32,7 +32,10 @@ type Spec struct {
 	// Network is "tcp4" (127.0.0.1, the default) or "tcp6" ([::1]).
 	Network string `json:"network"`
 	// Listeners, Established and CloseWait are how many of each to make, as
-	// the functions of the same names do.
+	// the functions of the same names do. The child holds one fd per
+	// listener and CLOSE_WAIT socket and two per ESTABLISHED one (both
+	// ends), within its open-file limit (ulimit -n): spread large counts
+	// over several children.
 	Listeners   int `json:"listeners"`
 	Established int `json:"established"`
 	CloseWait   int `json:"close_wait"`

@@ -178,6 +178,20 @@ func TimeWait(t testing.TB, network string) *Socket {
 	return s
 }
 
+// Networks returns the networks the helpers can use here: "tcp4", and
+// "tcp6" too unless [::1] cannot be listened on (IPv6 disabled, as in some
+// containers), which it logs. Tests loop over it rather than assume ::1.
+func Networks(t testing.TB) []string {
+	t.Helper()
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Logf("sockettest: no IPv6 loopback (%v): tcp4 only", err)
+		return []string{"tcp4"}
+	}
+	ln.Close()
+	return []string{"tcp4", "tcp6"}
+}
+
 // loopback returns the listen address of network's loopback.
 func loopback(network string) (string, error) {
 	switch network {

@@ -140,16 +140,8 @@ func check(t *testing.T, netDir string, socks ...*Socket) {
 	}
 }
 
-func networks(t *testing.T) []string {
-	if _, err := newListener("tcp6"); err != nil {
-		t.Logf("no IPv6 loopback (%v): testing tcp4 only", err)
-		return []string{"tcp4"}
-	}
-	return []string{"tcp4", "tcp6"}
-}
-
 func TestHelpers(t *testing.T) {
-	for _, network := range networks(t) {
+	for _, network := range Networks(t) {
 		t.Run(network, func(t *testing.T) {
 			var all []*Socket
 			ln := Listener(t, network)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -385,15 +384,4 @@ func (n Node) String() string {
 		rack = *n.Rack
 	}
 	return fmt.Sprintf("%s:%d (id: %d rack: %s)", n.Host, n.Port, n.ID, rack)
-}
-
-func joinInts(xs []int32) string {
-	var b strings.Builder
-	for i, x := range xs {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, "%d", x)
-	}
-	return b.String()
 }

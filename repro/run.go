@@ -252,6 +252,9 @@ type Result struct {
 	Notes []string `json:"notes,omitempty"`
 	// Interrupted is set when the run was stopped before Duration.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// ProducerExited says how the producer ended when it exited before the
+	// end of the run (a bad flag, an unreachable cluster...).
+	ProducerExited string `json:"producer_exited,omitempty"`
 }
 
 // Run runs one scenario: it starts the embedded broker (unless
@@ -400,7 +403,7 @@ func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progr
 		select {
 		case <-ctx.Done():
 		case <-ch.done:
-			res.Notes = append(res.Notes, "the producer exited before the end of the run: "+ch.exitString())
+			res.ProducerExited = ch.exitString()
 		case <-t.C:
 			continue
 		}

@@ -18,6 +18,10 @@ func judge(sc Scenario, res *Result) {
 	grew, from, to := growth(res.Series)
 
 	switch {
+	case res.ProducerExited != "":
+		res.Verdict = "could not run: the producer exited early: " + res.ProducerExited
+	case res.EstablishedPeak == 0 && res.CloseWaitPeak == 0 && len(res.Series) > 0:
+		res.Verdict = "no connection seen: the producer never connected to the brokers (is " + res.Bootstrap + " reachable?)"
 	case res.CloseWaitFinal > 0 && sc.Expect == ExpectGrowth && grew:
 		res.Verdict = fmt.Sprintf("CLOSE_WAIT growing: %s at the end, oldest %s; connections grew from %d in the first third of the run to %d — %s",
 			plural(res.CloseWaitFinal, "socket"), secs(res.CloseWaitOldestMS), from, to, sc.Cause)
@@ -59,7 +63,8 @@ func judge(sc Scenario, res *Result) {
 	case ExpectWhileBlocked:
 		ok = res.CloseWaitPeak > 0
 	}
-	res.AsExpected = ok && !res.Interrupted
+	neverConnected := res.EstablishedPeak == 0 && res.CloseWaitPeak == 0 && len(res.Series) > 0
+	res.AsExpected = ok && !res.Interrupted && res.ProducerExited == "" && !neverConnected
 }
 
 // growth compares the connections held (ESTABLISHED + CLOSE_WAIT) in the

@@ -162,6 +162,20 @@ func TestJudge(t *testing.T) {
 			wantOK:      true,
 		},
 		{
+			name:        "the producer died",
+			sc:          scen("passive-close"),
+			res:         Result{CloseWaitPeak: 1, CloseWaitFinal: 1, ProducerExited: "exit status 2; its last words: unknown flag"},
+			wantVerdict: "could not run: the producer exited early: exit status 2; its last words: unknown flag",
+			wantOK:      false,
+		},
+		{
+			name:        "never connected",
+			sc:          scen("healthy"),
+			res:         Result{Bootstrap: "kafka:9092", Client: &producer.Stats{ClosedIdle: 1}, Series: series([2]int{0, 0}, [2]int{0, 0})},
+			wantVerdict: "no connection seen: the producer never connected to the brokers (is kafka:9092 reachable?)",
+			wantOK:      false,
+		},
+		{
 			name:        "interrupted runs are never as expected",
 			sc:          scen("passive-close"),
 			res:         Result{CloseWaitPeak: 1, CloseWaitFinal: 1, CloseWaitOldestMS: 1000, Interrupted: true},

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -52,6 +53,9 @@ type WatchOptions struct {
 	Textfile string
 	Report   string
 	Quiet    bool
+	// CPUProfile, when set (hidden --cpuprofile), is where the whole run's
+	// CPU profile goes: what BENCHMARKS.md's watch figures are broken down by.
+	CPUProfile string
 
 	// Listening, when set, is called with the metrics address once the
 	// listener is up (tests scrape it).
@@ -120,6 +124,8 @@ more sockets; "draining" the same downward; "steady" otherwise.
 	fl.StringVar(&opts.Textfile, "textfile", "", "write metrics to `DIR`/kdiag.prom for node_exporter's textfile collector")
 	fl.StringVar(&opts.Report, "report", "", "write a report to `PATH` at exit (.md: Markdown, else HTML)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no live output (metrics, recording and findings only)")
+	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	_ = fl.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -171,6 +177,17 @@ func IsBroker(brokers []netstat.Endpoint) func(netip.AddrPort) bool {
 }
 
 func runWatch(o *WatchOptions) error {
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return cmdutil.UsageErrorf("--cpuprofile: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	parent := o.Context
 	if parent == nil {
 		parent = context.Background()

@@ -35,6 +35,9 @@ type Attributor struct {
 	// Workers bounds the goroutines walking fd directories; 0 means
 	// GOMAXPROCS.
 	Workers int
+	// NoCache keeps nothing for the next call: for a one-shot scan, where
+	// a cache of every socket fd walked would only cost memory.
+	NoCache bool
 
 	// cache maps the inode of every socket fd seen by earlier walks to the
 	// (pid, fd) that held it. It is the pid -> {fd -> inode} table stored the
@@ -502,7 +505,9 @@ func (w *attrWorker) walk(a *Attributor, r *attrRun, pid int) attrResult {
 			if ino == 0 {
 				continue
 			}
-			res.seen = append(res.seen, attrSeen{ino: ino, fd: int32(fd)})
+			if !a.NoCache {
+				res.seen = append(res.seen, attrSeen{ino: ino, fd: int32(fd)})
+			}
 			r.claim(ino, Owner{PID: pid, FD: fd})
 		}
 		if r.remaining.Load() == 0 {

@@ -21,8 +21,10 @@ type kafkaEvidence struct {
 	pid      int
 	name     string
 	args     []string
-	sockets  []Socket // the process's matched sockets
-	brokers  []Endpoint
+	// brokerSockets counts the process's matched sockets to brokers
+	// (isBrokerSocket); haveBrokers says whether --brokers named them.
+	brokerSockets int
+	haveBrokers   bool
 }
 
 // kafkaReason says why a process is taken for a Kafka client, or "" when
@@ -44,14 +46,8 @@ func kafkaReason(ev kafkaEvidence) string {
 	if lib := mapsLibrdkafka(ev.procRoot, ev.pid); lib != "" {
 		return "maps librdkafka (" + lib + ")"
 	}
-	n := 0
-	for _, s := range ev.sockets {
-		if isBrokerSocket(s, ev.brokers) {
-			n++
-		}
-	}
-	if n > 0 {
-		if len(ev.brokers) > 0 {
+	if n := ev.brokerSockets; n > 0 {
+		if ev.haveBrokers {
 			return fmt.Sprintf("sockets to brokers (%d to --brokers)", n)
 		}
 		return fmt.Sprintf("sockets to brokers (%d to ports 9092-9094)", n)

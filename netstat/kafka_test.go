@@ -34,16 +34,12 @@ func TestKafkaReason(t *testing.T) {
 		"7f10-7f11 r-xp 00000000 08:01 1235 /usr/lib/x86_64-linux-gnu/librdkafka.so.1\n"}, nil)
 	mk(5, nil, nil)
 
-	sock := func(remote string) Socket {
-		return Socket{State: CloseWait, Remote: netip.MustParseAddrPort(remote)}
-	}
-	brokers, _ := ParseBrokers("127.0.0.1:19092")
 	tests := []struct {
 		name string
 		ev   kafkaEvidence
 		want string
 	}{
-		{"nothing", kafkaEvidence{pid: 1, name: "nginx", args: []string{"nginx"}, sockets: []Socket{sock("127.0.0.1:80")}}, ""},
+		{"nothing", kafkaEvidence{pid: 1, name: "nginx", args: []string{"nginx"}}, ""},
 		{"-cp", kafkaEvidence{pid: 1, name: "java", args: []string{"/usr/bin/java", "-cp", "a.jar:/l/kafka-clients-3.7.0.jar", "Main"}},
 			"kafka-clients on class path (kafka-clients-3.7.0.jar)"},
 		{"-Djava.class.path", kafkaEvidence{pid: 1, name: "java", args: []string{"java", "-Djava.class.path=/l/kafka-clients.jar"}},
@@ -54,11 +50,8 @@ func TestKafkaReason(t *testing.T) {
 			"kafka-clients jar open (kafka-clients-3.9.1-ccs.jar)"},
 		{"open jar, not a JVM", kafkaEvidence{pid: 3, name: "python3", args: []string{"python3"}}, ""},
 		{"librdkafka", kafkaEvidence{pid: 4, name: "producer", args: []string{"./producer"}}, "maps librdkafka (librdkafka.so.1)"},
-		{"default ports", kafkaEvidence{pid: 5, name: "app", sockets: []Socket{sock("127.0.0.1:9093"), sock("127.0.0.1:80")}},
-			"sockets to brokers (1 to ports 9092-9094)"},
-		{"brokers", kafkaEvidence{pid: 5, name: "app", brokers: brokers, sockets: []Socket{sock("127.0.0.1:19092"), sock("127.0.0.1:9092")}},
-			"sockets to brokers (1 to --brokers)"},
-		{"listener on 9092", kafkaEvidence{pid: 5, name: "app", sockets: []Socket{{State: Listen, Local: netip.MustParseAddrPort("0.0.0.0:9092")}}}, ""},
+		{"default ports", kafkaEvidence{pid: 5, name: "app", brokerSockets: 1}, "sockets to brokers (1 to ports 9092-9094)"},
+		{"brokers", kafkaEvidence{pid: 5, name: "app", brokerSockets: 2, haveBrokers: true}, "sockets to brokers (2 to --brokers)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +60,30 @@ func TestKafkaReason(t *testing.T) {
 				t.Errorf("kafkaReason = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestIsBrokerSocket(t *testing.T) {
+	brokers, _ := ParseBrokers("127.0.0.1:19092")
+	sock := func(st State, remote string) Socket {
+		return Socket{State: st, Remote: netip.MustParseAddrPort(remote)}
+	}
+	tests := []struct {
+		name    string
+		s       Socket
+		brokers []Endpoint
+		want    bool
+	}{
+		{"default port 9093", sock(CloseWait, "127.0.0.1:9093"), nil, true},
+		{"other port", sock(CloseWait, "127.0.0.1:80"), nil, false},
+		{"listed broker", sock(Established, "127.0.0.1:19092"), brokers, true},
+		{"default port, not listed", sock(Established, "127.0.0.1:9092"), brokers, false},
+		{"listener", Socket{State: Listen, Local: netip.MustParseAddrPort("0.0.0.0:9092")}, nil, false},
+	}
+	for _, tt := range tests {
+		if got := isBrokerSocket(tt.s, tt.brokers); got != tt.want {
+			t.Errorf("%s: isBrokerSocket = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 

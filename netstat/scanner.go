@@ -45,6 +45,10 @@ type Scanner struct {
 	Source string
 	// Now is the clock for Snapshot.Time; nil means time.Now.
 	Now func() time.Time
+	// NoCache makes the scanner keep nothing between scans: set it for a
+	// single scan (kdiag scan), leave it false for repeated ones (kdiag
+	// watch), which the cache makes cheap.
+	NoCache bool
 
 	attr *Attributor
 	// lastStats sums the attribution stats of the last Scan.
@@ -91,6 +95,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if s.attr == nil || s.attr.ProcRoot != s.ProcRoot {
 		s.attr = NewAttributor(s.ProcRoot)
 	}
+	s.attr.NoCache = s.NoCache
 	source := cmp.Or(s.Source, SourceAuto)
 	if !slices.Contains(SourceNames, source) {
 		return nil, fmt.Errorf("unknown socket source %q (want one of %s)", source, strings.Join(SourceNames, ", "))
@@ -138,7 +143,11 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 			}
 		}
 		stats = append(stats, s.attr.AttributeSockets(ctx, g.pids, kept))
-		snap.Sockets = append(snap.Sockets, kept...)
+		if len(snap.Sockets) == 0 {
+			snap.Sockets = kept // the usual single namespace: no copy
+		} else {
+			snap.Sockets = append(snap.Sockets, kept...)
+		}
 	}
 	snap.Source = SourceNetlink
 	if sources[SourceProc] && !sources[SourceNetlink] {
@@ -312,7 +321,14 @@ func (s *Scanner) attributionNotes(socks []Socket, stats []AttributeStats, n *no
 			unattributed++
 		}
 	}
-	if len(denied) > 0 && unattributed > 0 {
+	switch {
+	case len(denied) == 0 || unattributed == 0:
+	case s.euid == 0:
+		// Root and still refused: a ptrace restriction (Yama, an LSM) or a
+		// process of another user namespace; nothing kdiag can fix.
+		n.add("%s unattributed: the fds of %s could not be read even as root (permission denied: ptrace restrictions or another user namespace)",
+			cmdPlural(unattributed, "socket", "sockets"), cmdPlural(len(denied), "process", "processes"))
+	default:
 		n.add("%s unattributed: the fds of %s could not be read (permission denied); run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them",
 			cmdPlural(unattributed, "socket", "sockets"), cmdPlural(len(denied), "process", "processes"))
 	}
@@ -324,10 +340,27 @@ func (s *Scanner) attributionNotes(socks []Socket, stats []AttributeStats, n *no
 // processes reads the metadata of every process holding a reported socket,
 // counts its sockets by state and says whether it is a Kafka client.
 func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGroup, q Query, n *notes) []Process {
-	byPID := map[int][]Socket{}
-	for _, x := range socks {
-		if x.PID > 0 {
-			byPID[x.PID] = append(byPID[x.PID], x)
+	// Counts per pid, in one pass: the sockets themselves are not copied.
+	type tally struct {
+		states  [maxState]int
+		brokers int
+	}
+	byPID := map[int]*tally{}
+	for i := range socks {
+		x := &socks[i]
+		if x.PID <= 0 {
+			continue
+		}
+		t := byPID[x.PID]
+		if t == nil {
+			t = &tally{}
+			byPID[x.PID] = t
+		}
+		if x.State < maxState {
+			t.states[x.State]++
+		}
+		if isBrokerSocket(*x, q.Brokers) {
+			t.brokers++
 		}
 	}
 	nsOf := map[int]uint64{}
@@ -338,7 +371,7 @@ func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGrou
 	}
 	out := make([]Process, 0, len(byPID))
 	exited := 0
-	for pid, ps := range byPID {
+	for pid, t := range byPID {
 		p, args, err := readProcess(ctx, s.ProcRoot, pid)
 		if err != nil {
 			exited++
@@ -346,10 +379,13 @@ func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGrou
 		if p.NetNS == 0 {
 			p.NetNS = nsOf[pid]
 		}
-		for _, x := range ps {
-			p.States[x.State.String()]++
+		for st, c := range t.states {
+			if c > 0 {
+				p.States[State(st).String()] = c
+			}
 		}
-		p.Kafka = kafkaReason(kafkaEvidence{procRoot: s.ProcRoot, pid: pid, name: p.Name, args: args, sockets: ps, brokers: q.Brokers})
+		p.Kafka = kafkaReason(kafkaEvidence{procRoot: s.ProcRoot, pid: pid, name: p.Name, args: args,
+			brokerSockets: t.brokers, haveBrokers: len(q.Brokers) > 0})
 		out = append(out, p)
 	}
 	if exited > 0 {

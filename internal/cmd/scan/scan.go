@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,10 @@ type ScanOptions struct {
 	Output  string
 	// Warn and Crit are the CLOSE_WAIT-per-process thresholds; -1 is off.
 	Warn, Crit int
+
+	// CPUProfile, when set (hidden --cpuprofile), is where the scan's CPU
+	// profile is written, for the benchmarks in BENCHMARKS.md.
+	CPUProfile string
 
 	// Query is built from the flags before the run.
 	Query netstat.Query
@@ -106,6 +111,8 @@ processes that exited during the scan) go to stderr, once.`,
 	cmdutil.FormatFlag(fl, &opts.Output, "table", cmdutil.Keys(formats))
 	fl.IntVar(&opts.Warn, "warn", -1, "monitoring: WARNING (exit 1) when a process has more than N CLOSE_WAIT sockets")
 	fl.IntVar(&opts.Crit, "crit", -1, "monitoring: CRITICAL (exit 2) when a process has more than N CLOSE_WAIT sockets")
+	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the scan to this file")
+	_ = fl.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -180,10 +187,22 @@ func runScan(opts *ScanOptions) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(12 << 20)
 	}
+	if opts.CPUProfile != "" {
+		f, err := os.Create(opts.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if opts.Scan == nil {
 		s := netstat.NewScanner(opts.ProcRoot)
 		s.Source = opts.Source
 		s.Now = opts.Now
+		s.NoCache = true // one scan: nothing to reuse
 		opts.Scan = s.Scan
 	}
 	if opts.HostNetNS == 0 {

@@ -244,6 +244,31 @@ func TestJSONStreamMatchesSnapshot(t *testing.T) {
 	}
 }
 
+// TestAppendSocketJSON compares the hand-written socket encoder with
+// netstat.Socket.MarshalJSON byte for byte.
+func TestAppendSocketJSON(t *testing.T) {
+	socks := append(fixedSnapshot().Sockets,
+		netstat.Socket{Family: netstat.IPv6, State: netstat.SynSent, Local: netip.MustParseAddrPort("[::1]:1"),
+			Remote: netip.MustParseAddrPort("[2001:db8::5]:65535"), RecvQ: 1<<32 - 1, SendQ: 7, Inode: 1<<64 - 1, UID: 65534,
+			NetNS: 4026532201, PID: 1<<22 - 1, FD: 1 << 20, Age: -time.Millisecond, HasAge: true},
+		netstat.Socket{Family: netstat.IPv6, State: netstat.Established, Local: netip.MustParseAddrPort(`[fe80::1%eth"0]:9092`),
+			Remote: netip.MustParseAddrPort("[fe80::2%eth0]:1")},
+		netstat.Socket{State: netstat.State(99)})
+	for _, s := range socks {
+		want, err := s.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendSocketJSON(nil, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("appendSocketJSON\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
 func TestMonitoring(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Times `kdiag scan --state close-wait -o json` against `ss -tanp state
+# close-wait` on N CLOSE_WAIT and M ESTABLISHED sockets held by several
+# processes on 127.0.0.x, in the same run, alternating, with medians and peak
+# RSS. Results go in BENCHMARKS.md.
+#
+#   bench/scan.sh                 # N=1000 M=0
+#   N=20000 M=40000 bench/scan.sh # the large size
+#   RUNS=9 KDIAG=/usr/local/bin/kdiag bench/scan.sh
+#
+# Needs: go, ss (iproute2). Every process it starts is stopped on exit (trap),
+# and the socket holders stop by themselves after LIFETIME anyway.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=${N:-1000}
+M=${M:-0}
+RUNS=${RUNS:-7}
+LIFETIME=${LIFETIME:-10m}
+
+tmp=$(mktemp -d)
+holder=""
+cleanup() {
+  if [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null; then
+    kill -TERM "$holder" 2>/dev/null || true
+    wait "$holder" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+command -v ss >/dev/null || { echo "bench/scan.sh: needs ss (apt-get install -y iproute2)" >&2; exit 1; }
+
+if [ -z "${KDIAG:-}" ]; then
+  CGO_ENABLED=0 go build -o "$tmp/kdiag" ./cmd/kdiag
+  KDIAG=$tmp/kdiag
+fi
+go build -o "$tmp/mksockets" ./bench/mksockets
+go build -o "$tmp/scanbench" ./bench/scanbench
+
+echo "== holding $N CLOSE_WAIT and $M ESTABLISHED sockets" >&2
+"$tmp/mksockets" -closewait "$N" -established "$M" -lifetime "$LIFETIME" >"$tmp/ready" &
+holder=$!
+for _ in $(seq 1 600); do
+  grep -q READY "$tmp/ready" 2>/dev/null && break
+  kill -0 "$holder" 2>/dev/null || { echo "bench/scan.sh: mksockets failed" >&2; exit 1; }
+  sleep 0.2
+done
+grep READY "$tmp/ready" >&2 || { echo "bench/scan.sh: mksockets not ready" >&2; exit 1; }
+
+# What both tools should see, and whether kdiag attributes all of it.
+cw=$(ss -tanH state close-wait | wc -l)
+est=$(ss -tanH state established | wc -l)
+attributed=$("$KDIAG" scan --state close-wait -o json 2>/dev/null | grep -c '"state":"CLOSE_WAIT".*"pid":[1-9]' || true)
+echo "== kernel: $cw CLOSE_WAIT, $est ESTABLISHED; kdiag attributed $attributed CLOSE_WAIT" >&2
+
+echo "== machine: $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" >&2
+"$tmp/scanbench" -runs "$RUNS" -label "N=$N M=$M" \
+  "$KDIAG scan --state close-wait -o json" \
+  "ss -tanp state close-wait"

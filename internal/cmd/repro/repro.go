@@ -53,7 +53,7 @@ func NewCmdRepro(f *cmdutil.Factory, runF func(*ReproOptions) error) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:   "repro [SCENARIO...]",
 		Short: "Reproduce passive-close CLOSE_WAIT with the reference producer and an idle-closing broker",
-		Long: `Reproduce, in about 15 seconds, how a Kafka producer ends up with sockets in CLOSE_WAIT.
+		Long: `Reproduce, in about 20 seconds, how a Kafka producer ends up with sockets in CLOSE_WAIT.
 
 Each scenario starts an embedded 3-broker Kafka cluster on 127.0.0.1 that closes
 connections idle for --broker-idle (the broker's connections.max.idle.ms), runs
@@ -78,7 +78,7 @@ Against a real cluster (--bootstrap-server), tell kdiag its idle timeout with
 
 Exit status: 0 when every scenario showed what it is meant to, 1 when one did
 not (the verdict says what was seen), 2 for bad flags.`,
-		Example: `  # every scenario, about 15 seconds
+		Example: `  # every scenario, about 20 seconds
   kdiag repro
 
   # one scenario, longer, with the broker's and producer's logs on stderr

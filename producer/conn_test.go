@@ -371,3 +371,33 @@ func TestIPv6(t *testing.T) {
 		t.Error("no connection over ::1 logged")
 	}
 }
+
+// TestBufferMemory: while buffer.memory is full Send blocks, for at most
+// max.block.ms or until its context ends.
+func TestBufferMemory(t *testing.T) {
+	c := newCluster(t, 1, 0, kfake.SeedTopics(1, "t"))
+	p, _ := newProducer(t, c, map[string]string{"buffer.memory": "1000", "max.block.ms": "200"})
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	if err := p.Send(context.Background(), Record{Topic: "t", Value: make([]byte, 600)}, func(RecordMetadata, error) {
+		close(entered)
+		<-release // hold the record, and its buffer space, in the callback
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	err := p.Send(context.Background(), Record{Topic: "t", Value: make([]byte, 600)}, nil)
+	var te *TimeoutError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "max blocking time 200 ms") {
+		t.Errorf("Send with a full buffer: %v, want a max.block.ms timeout", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Send(ctx, Record{Topic: "t", Value: make([]byte, 600)}, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Send with a full buffer and a done context: %v", err)
+	}
+	close(release)
+	if _, err := produceSync(t, p, Record{Topic: "t", Value: make([]byte, 600)}); err != nil {
+		t.Errorf("Send once the buffer freed: %v", err)
+	}
+}

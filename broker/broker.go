@@ -288,8 +288,12 @@ func listenAll(host string, ports []int, n, first int) ([]net.Listener, []string
 	for _, l := range lns {
 		got = append(got, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 	}
-	note := fmt.Sprintf("default ports %d-%d are not free (%v); using free ports %s instead",
-		first, first+n-1, err, strings.Join(got, ","))
+	want0 := fmt.Sprintf("ports %d-%d are", first, first+n-1)
+	if n == 1 {
+		want0 = fmt.Sprintf("port %d is", first)
+	}
+	note := fmt.Sprintf("default %s not free (%v); using free %s %s instead",
+		want0, err, map[bool]string{true: "port", false: "ports"}[n == 1], strings.Join(got, ","))
 	return lns, []string{note}, nil
 }
 

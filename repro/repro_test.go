@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/kdiag/kdiag/broker"
 )
 
 // kdiagBin is a kdiag binary built once for the package's tests: the
@@ -162,4 +164,34 @@ func brokerAddrs(res *Result) []string {
 		out = append(out, b.Addr)
 	}
 	return out
+}
+
+// TestExternalCluster runs a scenario against a cluster kdiag did not start
+// (--bootstrap-server with --broker-idle): here a broker the test starts, as
+// a user would start `kdiag broker` or point at a test cluster.
+func TestExternalCluster(t *testing.T) {
+	t.Parallel()
+	c, err := broker.Start(context.Background(), broker.Config{Ports: []int{0, 0, 0}, Idle: testIdle, Topics: []string{DefaultTopic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, _ := Lookup("passive-close")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, sc, Options{Executable: kdiagBin, Bootstrap: c.BootstrapServers(), BrokerIdle: testIdle,
+		Duration: 4 * testIdle, SampleInterval: 150 * time.Millisecond, Sockets: testSockets}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("external: peak %d final %d; verdict %q; notes %q", res.CloseWaitPeak, res.CloseWaitFinal, res.Verdict, res.Notes)
+	if res.Embedded || res.Broker != nil || res.Bootstrap != c.BootstrapServers() {
+		t.Errorf("embedded %v, broker stats %v, bootstrap %q: want the given cluster and no broker stats", res.Embedded, res.Broker, res.Bootstrap)
+	}
+	if res.CloseWaitFinal == 0 || !res.AsExpected {
+		t.Errorf("CLOSE_WAIT final %d, as expected %v: want it held", res.CloseWaitFinal, res.AsExpected)
+	}
+	if s := c.Stats(); s.ClosedIdle == 0 {
+		t.Errorf("the cluster closed no idle connection: %+v", s.Counts)
+	}
 }

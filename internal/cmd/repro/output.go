@@ -26,13 +26,13 @@ type progress struct {
 	lines    []string
 	last     []repro.Sample
 	peak     []int
-	printed  []time.Time // plain mode: when each scenario's last line was printed
+	printed  []time.Duration // plain mode: the Elapsed of each scenario's last printed line
 	drawn    bool
 	lastDraw time.Time
 }
 
 func newProgress(w io.Writer, tty bool, scs []repro.Scenario, d time.Duration) *progress {
-	p := &progress{w: w, tty: tty, duration: d, lines: make([]string, len(scs)), last: make([]repro.Sample, len(scs)), peak: make([]int, len(scs)), printed: make([]time.Time, len(scs))}
+	p := &progress{w: w, tty: tty, duration: d, lines: make([]string, len(scs)), last: make([]repro.Sample, len(scs)), peak: make([]int, len(scs)), printed: make([]time.Duration, len(scs))}
 	for i, s := range scs {
 		p.names = append(p.names, s.Name)
 		p.lines[i] = fmt.Sprintf("  %-17s waiting", s.Name)
@@ -61,8 +61,8 @@ func (p *progress) update(i int, s repro.Sample) {
 	if !p.tty {
 		// A line when a count changes, at most one a second per scenario.
 		changed := s.Established != prev.Established || s.CloseWait != prev.CloseWait
-		if changed && time.Since(p.printed[i]) >= time.Second {
-			p.printed[i] = time.Now()
+		if changed && (p.printed[i] == 0 || s.Elapsed-p.printed[i] >= time.Second) {
+			p.printed[i] = s.Elapsed
 			fmt.Fprintln(p.w, strings.TrimSpace(p.lines[i]))
 		} else if changed {
 			p.last[i] = prev // report the change on a later sample

@@ -50,7 +50,9 @@ type Config struct {
 	Advertise string
 	// Idle is the broker's connections.max.idle.ms: a connection with no
 	// request received and no response sent for Idle is closed by the
-	// broker. 0 never closes idle connections.
+	// broker. 0 never closes idle connections. As in Kafka's Selector, a
+	// connection waiting on a slow response (a Fetch whose max wait exceeds
+	// Idle) has no activity and counts as idle.
 	Idle time.Duration
 	// Topics are created at start; any other topic is created on first use
 	// (auto.create.topics.enable=true).

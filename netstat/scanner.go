@@ -224,6 +224,13 @@ func (s *Scanner) group(pids []int, restricted bool, n *notes) []nsGroup {
 	self, selfErr := NetNSOf(s.ProcRoot, 0)
 	byNS, gnotes := GroupByNetNS(s.ProcRoot, pids)
 	for _, x := range gnotes {
+		if s.euid == 0 && strings.Contains(x, "permission denied") {
+			// GroupByNetNS advises running as root; kdiag is root
+			// already, and what refuses it (a ptrace restriction, another
+			// user namespace) is not kdiag's to fix.
+			x = fmt.Sprintf("the network namespace of %s could not be read even as root (permission denied); they were looked for in kdiag's own",
+				cmdPlural(len(byNS[0]), "process", "processes"))
+		}
 		n.add("%s", x)
 	}
 	// Key 0 holds processes whose namespace could not be read (another

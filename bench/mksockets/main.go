@@ -26,6 +26,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,7 +248,7 @@ func server(role string, addrs []string, lifetime time.Duration) error {
 	var mu sync.Mutex
 	var held []net.Conn
 	for _, a := range addrs {
-		ln, err := net.Listen("tcp4", a)
+		ln, err := noKeepAliveListen.Listen(context.Background(), "tcp4", a)
 		if err != nil {
 			return err
 		}
@@ -267,6 +269,9 @@ func server(role string, addrs []string, lifetime time.Duration) error {
 	}
 	fmt.Println("ready")
 	holdUntilDone(lifetime)
+	mu.Lock()
+	runtime.KeepAlive(held) // see client
+	mu.Unlock()
 	return nil
 }
 
@@ -277,7 +282,7 @@ func client(addrs []string, n int, lifetime time.Duration) error {
 	var conns []*net.TCPConn
 	for _, a := range addrs {
 		for range n {
-			c, err := net.DialTimeout("tcp4", a, 10*time.Second)
+			c, err := noKeepAliveDial.Dial("tcp4", a)
 			if err != nil {
 				return fmt.Errorf("connect %s (%d held): %w", a, len(conns), err)
 			}
@@ -306,8 +311,22 @@ func client(addrs []string, n int, lifetime time.Duration) error {
 	}
 	fmt.Println("ready")
 	holdUntilDone(lifetime)
+	// Without this the connections are garbage once the wait starts, and
+	// the finalizers of their netFDs close them at the next GC.
+	runtime.KeepAlive(conns)
 	return nil
 }
+
+// Go turns TCP keepalive on for every connection (15 s idle, 9 probes 15 s
+// apart). Tens of thousands of sockets made at once send their probes at
+// once; loopback queues them on a per-CPU backlog of
+// net.core.netdev_max_backlog (1000) packets and drops the rest, and after 9
+// unanswered probes the kernel resets the connection: every socket would be
+// gone 2.5 minutes in. Idle connections with no keepalive stay forever.
+var (
+	noKeepAliveDial   = net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}
+	noKeepAliveListen = net.ListenConfig{KeepAlive: -1}
+)
 
 // isHolderAddr: holders listen on 127.0.0.100 and up.
 func isHolderAddr(a string) bool {

@@ -202,6 +202,8 @@ type attrResult struct {
 	complete bool // every fd of the pid was read
 	walked   bool
 	seen     []attrSeen
+	// probeHits counts the wanted sockets among the fds a probe read.
+	probeHits int
 }
 
 type attrSeen struct {
@@ -262,9 +264,28 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 	walked := false
 	if r.remaining.Load() > 0 && a.mustWalk(r) {
 		walked = true
+		// Probe: the first few fds of every pid say which processes hold
+		// the wanted sockets (a process holding CLOSE_WAIT sockets usually
+		// holds many), so they are walked first and the walk can stop
+		// before reading the others.
+		skip := map[int]bool{}
+		if len(pids) > 1 {
+			for _, res := range a.pool(ctx, pids, func(w *attrWorker, pid int) attrResult {
+				if r.remaining.Load() == 0 || ctx.Err() != nil {
+					return attrResult{pid: pid}
+				}
+				return w.probe(a, r, pid)
+			}) {
+				hits[res.pid] += res.probeHits
+				if res.exited || res.denied || res.failed != nil {
+					skip[res.pid] = true
+				}
+				results = append(results, res)
+			}
+		}
 		order := a.walkOrder(pids, hits, uids)
 		results = append(results, a.pool(ctx, order, func(w *attrWorker, pid int) attrResult {
-			if r.remaining.Load() == 0 || ctx.Err() != nil {
+			if r.remaining.Load() == 0 || ctx.Err() != nil || skip[pid] {
 				return attrResult{pid: pid}
 			}
 			return w.walk(a, r, pid)
@@ -514,6 +535,51 @@ func (w *attrWorker) walk(a *Attributor, r *attrRun, pid int) attrResult {
 			return res
 		}
 	}
+}
+
+// probeLinks is how many socket links a probe reads per process.
+const probeLinks = 16
+
+// probe reads the first fds of pid (one small getdents64, at most
+// probeLinks socket links), claims what it finds, and counts the wanted
+// sockets among them.
+func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
+	res := attrResult{pid: pid}
+	dfd, err := a.open(a.ProcRoot + "/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		classify(&res, err)
+		return res
+	}
+	defer unix.Close(dfd)
+	n, err := unix.Getdents(dfd, w.dents[:2048])
+	if err != nil {
+		classify(&res, err)
+		return res
+	}
+	socks := 0
+	for off := 0; off < n && socks < probeLinks; {
+		reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
+		nameOff := off + 19
+		off += reclen
+		fd, ok := parseFDName(w.dents[nameOff:off])
+		if !ok {
+			continue
+		}
+		ino, err := w.readSocketLink(dfd, &w.dents[nameOff])
+		r.links.Add(1)
+		if err != nil || ino == 0 {
+			continue
+		}
+		socks++
+		if !a.NoCache {
+			res.seen = append(res.seen, attrSeen{ino: ino, fd: int32(fd)})
+		}
+		if _, wanted := r.want[ino]; wanted {
+			res.probeHits++
+			r.claim(ino, Owner{PID: pid, FD: fd})
+		}
+	}
+	return res
 }
 
 // verify checks that the cached fds of pid still hold their inodes.

@@ -81,8 +81,36 @@ func TestAttributeStopsWhenAllFound(t *testing.T) {
 	if d := cmp.Diff(map[uint64]Owner{11: {1, 3}}, got); d != "" {
 		t.Errorf("owners (-want +got):\n%s", d)
 	}
-	if st.Walked != 1 || st.Links != 1 {
-		t.Errorf("walked %d dirs and %d links, want 1 and 1: the walk goes on after every inode was found", st.Walked, st.Links)
+	// The probe of pid 1 finds it; nothing else is read.
+	if st.Walked != 0 || st.Links != 1 {
+		t.Errorf("walked %d dirs and %d links, want 0 and 1: the walk goes on after every inode was found", st.Walked, st.Links)
+	}
+}
+
+// TestAttributeProbeOrder checks that the processes holding the wanted
+// sockets are walked first: with one worker, after the probe, only the
+// holder's directory is walked, not the pids before it.
+func TestAttributeProbeOrder(t *testing.T) {
+	fds := map[int]map[int]string{}
+	var want []uint64
+	for pid := 1; pid <= 5; pid++ {
+		fds[pid] = map[int]string{}
+		for fd := 3; fd < 3+200; fd++ {
+			ino := uint64(pid*1000 + fd)
+			fds[pid][fd] = sock(ino)
+			if pid == 5 {
+				want = append(want, ino)
+			}
+		}
+	}
+	root := fixtureProc(t, fds)
+	a := &Attributor{ProcRoot: root, Workers: 1}
+	got, st := a.Attribute(context.Background(), []int{1, 2, 3, 4, 5}, want)
+	if len(got) != len(want) {
+		t.Fatalf("found %d of %d", len(got), len(want))
+	}
+	if st.Walked != 1 || st.Links > 200+5*probeLinks {
+		t.Errorf("walked %d dirs, %d links; want 1 dir (pid 5) and at most %d links", st.Walked, st.Links, 200+5*probeLinks)
 	}
 }
 

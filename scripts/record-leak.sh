@@ -23,7 +23,7 @@ pid=$(sed -n 's/^ready pid=\([0-9]*\).*/\1/p' "$tmp/leaker.out")
 echo "est 3" >&3
 rm -f "$out"
 total=$((GROW + HOLD + DRAIN + 3))
-"$tmp/kdiag" watch --pid "$pid" --state close-wait,established --interval 500ms \
+"$tmp/kdiag" watch --pid "$pid" --state close-wait,established --interval "${INTERVAL:-500ms}" \
   --duration "${total}s" --stuck-age 5s --record "$out" >"$tmp/watch.out" &
 watch=$!
 sleep 1

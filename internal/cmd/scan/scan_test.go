@@ -405,3 +405,90 @@ func TestFmtAge(t *testing.T) {
 		}
 	}
 }
+
+// TestScanFixtureProcRoot drives the whole command from a fixture /proc tree
+// (the hidden --proc-root): /proc/net/tcp lines, fd symlinks, and the files
+// gopsutil reads for the process.
+func TestScanFixtureProcRoot(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, body string) {
+		t.Helper()
+		p := filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	write("net/tcp", header+
+		"   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 5001 1 0000000000000000 100 0 0 10 0\n"+
+		"   1: 0100007F:9C40 0200007F:2384 08 00000000:00000001 00:00000000 00000000  1000        0 5002 1 0000000000000000 20 4 30 10 -1\n"+
+		"   2: 0100007F:9C41 0200007F:2384 08 00000000:00000000 00:00000000 00000000  1000        0 5003 1 0000000000000000 20 4 30 10 -1\n"+
+		"   3: 0100007F:9C42 0200007F:2384 06 00000000:00000000 03:00000F00 00000000     0        0 0 3 0000000000000000\n")
+	write("net/tcp6", "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n")
+	write("stat", "cpu  1 2 3 4 5 6 7 0 0 0\nbtime 1764680000\n")
+	write("100/comm", "java\n")
+	write("100/cmdline", "java\x00-cp\x00/app/lib/kafka-clients-3.7.0.jar:/app/app.jar\x00App\x00")
+	write("100/status", "Name:\tjava\nState:\tS (sleeping)\nTgid:\t100\nPid:\t100\nPPid:\t1\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\n")
+	write("100/stat", "100 (java) S 1 100 100 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 30 0 12345 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	write("100/ns/net", "")
+	if err := os.MkdirAll(filepath.Join(root, "self", "ns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The same file, so the same inode: kdiag and pid 100 share a namespace.
+	if err := os.Link(filepath.Join(root, "100/ns/net"), filepath.Join(root, "self/ns/net")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "100/fd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for fd, target := range map[string]string{"0": "/dev/null", "3": "socket:[5001]", "4": "socket:[5002]"} {
+		if err := os.Symlink(target, filepath.Join(root, "100/fd", fd)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	f, out, errOut := factory()
+	f.ProcRoot = root
+	cmd := NewCmdScan(f, nil)
+	cmd.SetArgs([]string{"-o", "json"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("%v; stderr %s", err, errOut)
+	}
+	var snap netstat.Snapshot
+	if err := json.Unmarshal(out.Bytes(), &snap); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	type row struct {
+		State         string
+		Local, Remote string
+		RecvQ         uint32
+		PID, FD       int
+	}
+	var got []row
+	for _, s := range snap.Sockets {
+		got = append(got, row{s.State.String(), s.Local.String(), s.Remote.String(), s.RecvQ, s.PID, s.FD})
+	}
+	want := []row{
+		{"TIME_WAIT", "127.0.0.1:40002", "127.0.0.2:9092", 0, 0, -1},
+		{"CLOSE_WAIT", "127.0.0.1:40000", "127.0.0.2:9092", 1, 100, 4},
+		{"CLOSE_WAIT", "127.0.0.1:40001", "127.0.0.2:9092", 0, 0, -1},
+		{"LISTEN", "127.0.0.1:8080", "0.0.0.0:0", 0, 100, 3},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("sockets (-want +got):\n%s", d)
+	}
+	if snap.Source != "proc" {
+		t.Errorf("source %q, want proc (a fixture tree has no kernel behind it)", snap.Source)
+	}
+	if len(snap.Processes) != 1 {
+		t.Fatalf("processes %+v, want pid 100 only", snap.Processes)
+	}
+	p := snap.Processes[0]
+	if p.PID != 100 || p.Name != "java" || p.UID != 1000 || !strings.HasPrefix(p.Kafka, "kafka-clients on class path") ||
+		p.States["CLOSE_WAIT"] != 1 || p.States["LISTEN"] != 1 || p.Cmdline != "java -cp /app/lib/kafka-clients-3.7.0.jar:/app/app.jar App" {
+		t.Errorf("process %+v", p)
+	}
+}

@@ -537,12 +537,14 @@ func (w *attrWorker) walk(a *Attributor, r *attrRun, pid int) attrResult {
 	}
 }
 
-// probeLinks is how many socket links a probe reads per process.
-const probeLinks = 16
+// probeLinks bounds the links a probe reads per process: enough to tell a
+// process holding many wanted sockets, few enough that probing a host's
+// hundreds of small processes stays cheap.
+const probeLinks = 8
 
 // probe reads the first fds of pid (one small getdents64, at most
-// probeLinks socket links), claims what it finds, and counts the wanted
-// sockets among them.
+// probeLinks links), claims what it finds, and counts the wanted sockets
+// among them.
 func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 	res := attrResult{pid: pid}
 	dfd, err := a.open(a.ProcRoot + "/" + strconv.Itoa(pid) + "/fd")
@@ -556,8 +558,8 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 		classify(&res, err)
 		return res
 	}
-	socks := 0
-	for off := 0; off < n && socks < probeLinks; {
+	links := 0
+	for off := 0; off < n && links < probeLinks; {
 		reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
 		nameOff := off + 19
 		off += reclen
@@ -567,10 +569,10 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 		}
 		ino, err := w.readSocketLink(dfd, &w.dents[nameOff])
 		r.links.Add(1)
+		links++
 		if err != nil || ino == 0 {
 			continue
 		}
-		socks++
 		if !a.NoCache {
 			res.seen = append(res.seen, attrSeen{ino: ino, fd: int32(fd)})
 		}

@@ -163,10 +163,19 @@ func runLint(opts *LintOptions) error {
 		return err
 	}
 
+	nstdin := 0
+	for _, arg := range opts.Args {
+		if arg == "-" {
+			nstdin++
+		}
+	}
+	if nstdin > 1 {
+		return cmdutil.UsageErrorf("lint: - (standard input) given %d times: it can be read once", nstdin)
+	}
+
 	var (
 		problems []output.Problem
 		inputs   []input
-		stdin    bool
 	)
 	report := func(path string, err error) {
 		problems = append(problems, output.Problem{Path: path, Message: cause(err).Error()})
@@ -174,10 +183,6 @@ func runLint(opts *LintOptions) error {
 	}
 	for _, arg := range opts.Args {
 		if arg == "-" {
-			if stdin {
-				return cmdutil.UsageErrorf("lint: - (standard input) given more than once")
-			}
-			stdin = true
 			inputs = append(inputs, input{name: opts.StdinName, stdin: true})
 			continue
 		}

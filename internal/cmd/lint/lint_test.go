@@ -103,7 +103,7 @@ func TestUsageErrors(t *testing.T) {
 		{"missing broker config", func(o *LintOptions) { o.BrokerConfig = td("nope.properties") }, []string{good}, "nope.properties: no such file"},
 		{"broken broker config", func(o *LintOptions) { o.BrokerConfig = td("server_broken.properties") }, []string{good}, `"5m" is not a number`},
 		{"unknown ignore", func(o *LintOptions) { o.Ignore = []string{"KD1011"} }, []string{good}, `unknown rule "KD1011", did you mean KD101?`},
-		{"stdin twice", nil, []string{"-", "-"}, "more than once"},
+		{"stdin twice", nil, []string{"-", td("missing.properties"), "-"}, "given 2 times"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -144,6 +144,9 @@ type CloseWaitSocket struct {
 	// Age is tcp_info's time since the FIN at LastSeen, when HasAge.
 	Age    time.Duration `json:"age_ns,omitempty"`
 	HasAge bool          `json:"has_age"`
+	// FINAt is the earliest arrival time of the FIN that any sample's
+	// tcp_info age implied (sample time minus age); zero without ages.
+	FINAt time.Time `json:"fin_at,omitempty"`
 
 	gen uint64 // the Tracker sample that last saw it
 }
@@ -154,11 +157,12 @@ type CloseWaitSocket struct {
 // received, and keepalive probes' ACKs reset it (Go dials with a 15 s
 // keepalive, Java's socket.keepalive is opt-in), so a socket seen for longer
 // than its age is older than the age says.
+//
+// Because a later keepalive ACK makes the age smaller, the estimate kept is
+// the earliest FIN time any sample implied (FINAt), not the latest sample's.
 func (c CloseWaitSocket) Since() time.Time {
-	if c.HasAge {
-		if fin := c.LastSeen.Add(-c.Age); fin.Before(c.FirstSeen) {
-			return fin
-		}
+	if !c.FINAt.IsZero() && c.FINAt.Before(c.FirstSeen) {
+		return c.FINAt
 	}
 	return c.FirstSeen
 }

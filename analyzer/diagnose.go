@@ -111,7 +111,7 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, opts Options) (Finding, boo
 	}
 	if hasOld {
 		src := "first seen by this watch"
-		if oldest.HasAge && oldest.LastSeen.Add(-oldest.Age).Before(oldest.FirstSeen) {
+		if !oldest.FINAt.IsZero() && oldest.FINAt.Before(oldest.FirstSeen) {
 			src = "tcp_info: time since the FIN"
 		}
 		f.Details = append(f.Details, fmt.Sprintf("Since: the oldest CLOSE_WAIT socket (%s → %s) has waited since %s, %s before the last sample (%s).",

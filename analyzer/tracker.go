@@ -242,6 +242,11 @@ func (t *Tracker) closeWait(sk *netstat.Socket, key ProcessKey, at time.Time) {
 		}
 	}
 	c.LastSeen, c.RecvQ, c.Age, c.HasAge, c.gen = at, sk.RecvQ, sk.Age, sk.HasAge, t.gen
+	if sk.HasAge {
+		if fin := at.Add(-sk.Age); c.FINAt.IsZero() || fin.Before(c.FINAt) {
+			c.FINAt = fin
+		}
+	}
 }
 
 func (t *Tracker) closedOne(c *CloseWaitSocket) {

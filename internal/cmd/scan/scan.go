@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"regexp"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -32,14 +31,9 @@ type ScanOptions struct {
 	// unknown.
 	HostNetNS uint64
 
-	States  string
-	PIDs    []int
-	Process string
-	Ports   []int
-	Remotes []string
-	Brokers string
-	Source  string
-	Output  string
+	// Filters are the socket filter flags, shared with kdiag watch.
+	cmdutil.Filters
+	Output string
 	// Warn and Crit are the CLOSE_WAIT-per-process thresholds; -1 is off.
 	Warn, Crit int
 
@@ -101,13 +95,7 @@ processes that exited during the scan) go to stderr, once.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.States, "state", "all", "comma list of TCP states ("+strings.Join(netstat.StateFlagNames(), ", ")+"), or all")
-	fl.IntSliceVar(&opts.PIDs, "pid", nil, "only these processes (repeatable, or a comma list)")
-	fl.StringVar(&opts.Process, "process", "", "only processes whose name or command line matches this regular expression")
-	fl.IntSliceVar(&opts.Ports, "port", nil, "only sockets to this remote port (repeatable, or a comma list)")
-	fl.StringSliceVar(&opts.Remotes, "remote", nil, "only sockets to HOST[:PORT] (repeatable)")
-	fl.StringVar(&opts.Brokers, "brokers", "", "Kafka bootstrap list host:port,...: only sockets to those brokers, their processes marked as Kafka clients")
-	fl.StringVar(&opts.Source, "source", netstat.SourceAuto, "socket source: "+strings.Join(netstat.SourceNames, "|")+" (auto: netlink, else /proc/net/tcp)")
+	cmdutil.AddFilterFlags(fl, &opts.Filters)
 	cmdutil.FormatFlag(fl, &opts.Output, "table", cmdutil.Keys(formats))
 	fl.IntVar(&opts.Warn, "warn", -1, "monitoring: WARNING (exit 1) when a process has more than N CLOSE_WAIT sockets")
 	fl.IntVar(&opts.Crit, "crit", -1, "monitoring: CRITICAL (exit 2) when a process has more than N CLOSE_WAIT sockets")
@@ -122,50 +110,9 @@ func (o *ScanOptions) complete() error {
 	if err := cmdutil.CheckFormat(o.Output, cmdutil.Keys(formats)); err != nil {
 		return err
 	}
-	states, err := netstat.ParseStateSet(o.States)
+	q, err := o.Filters.Query()
 	if err != nil {
-		return cmdutil.UsageErrorf("--state: %v", err)
-	}
-	q := netstat.Query{States: states}
-	for _, p := range o.PIDs {
-		if p <= 0 {
-			return cmdutil.UsageErrorf("--pid %d: a pid is a positive number", p)
-		}
-	}
-	q.PIDs = o.PIDs
-	if o.Process != "" {
-		re, err := regexp.Compile(o.Process)
-		if err != nil {
-			return cmdutil.UsageErrorf("--process %q: %v", o.Process, err)
-		}
-		q.Process = re
-	}
-	for _, p := range o.Ports {
-		if p < 1 || p > 65535 {
-			return cmdutil.UsageErrorf("--port %d: a port is a number from 1 to 65535", p)
-		}
-		q.RemotePorts = append(q.RemotePorts, uint16(p))
-	}
-	for _, r := range o.Remotes {
-		e, err := netstat.ParseEndpoint(r)
-		if err != nil {
-			return cmdutil.UsageErrorf("--remote: %v", err)
-		}
-		q.Remotes = append(q.Remotes, e)
-	}
-	if o.Brokers != "" {
-		b, err := netstat.ParseBrokers(o.Brokers)
-		if err != nil {
-			return cmdutil.UsageErrorf("--brokers: %v", err)
-		}
-		q.Brokers = b
-	}
-	valid := false
-	for _, s := range netstat.SourceNames {
-		valid = valid || s == o.Source
-	}
-	if !valid {
-		return cmdutil.UsageErrorf("--source %q: want one of %s", o.Source, strings.Join(netstat.SourceNames, ", "))
+		return err
 	}
 	if o.Warn < -1 || o.Crit < -1 {
 		return cmdutil.UsageErrorf("--warn and --crit take a count of sockets (0 or more)")

@@ -98,7 +98,7 @@ Topics are created on first use; --topic pre-creates them.`,
 			if net.ParseIP(opts.Listen) == nil {
 				return cmdutil.UsageErrorf("--listen: %q is not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)", opts.Listen)
 			}
-			if _, err := parseLevel(opts.LogLevel); err != nil {
+			if _, err := cmdutil.ParseLogLevel(opts.LogLevel); err != nil {
 				return cmdutil.UsageErrorf("--log-level: %v", err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -123,20 +123,8 @@ Topics are created on first use; --topic pre-creates them.`,
 	return cmd
 }
 
-func parseLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info", "":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	}
-	return 0, fmt.Errorf("%q: want debug, info or warn", s)
-}
-
 func runBroker(opts *BrokerOptions) error {
-	level, err := parseLevel(opts.LogLevel)
+	level, err := cmdutil.ParseLogLevel(opts.LogLevel)
 	if err != nil {
 		return cmdutil.UsageErrorf("--log-level: %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -104,7 +103,7 @@ cannot start.`,
 					return cmdutil.UsageErrorf("--reader: %v", err)
 				}
 			}
-			if _, err := parseLevel(opts.LogLevel); err != nil {
+			if _, err := cmdutil.ParseLogLevel(opts.LogLevel); err != nil {
 				return cmdutil.UsageErrorf("--log-level: %v", err)
 			}
 			if _, err := producer.ParseOverrides(opts.Set); err != nil {
@@ -134,18 +133,6 @@ cannot start.`,
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "stderr log level: debug|info|warn")
 	fl.BoolVar(&opts.StatsJSON, "stats-json", false, "on exit print the counters as one JSON object to stdout")
 	return cmd
-}
-
-func parseLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info", "":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	}
-	return 0, fmt.Errorf("%q: want debug, info or warn", s)
 }
 
 // stopFlush bounds the final flush after a signal or --duration: below
@@ -188,7 +175,7 @@ func (opts *ProduceOptions) config() (producer.Config, error) {
 }
 
 func runProduce(opts *ProduceOptions) error {
-	level, err := parseLevel(opts.LogLevel)
+	level, err := cmdutil.ParseLogLevel(opts.LogLevel)
 	if err != nil {
 		return cmdutil.UsageErrorf("--log-level: %v", err)
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"embed"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/human"
 	"html/template"
 	"io"
 	"math"
@@ -41,7 +42,7 @@ type page struct {
 
 func newPage(in Input) page {
 	a := in.Analysis
-	p := page{Origin: in.Origin, A: a, Duration: roundDur(a.End.Sub(a.Start)), Sources: strings.Join(a.Sources, ", "),
+	p := page{Origin: in.Origin, A: a, Duration: human.Round(a.End.Sub(a.Start)), Sources: strings.Join(a.Sources, ", "),
 		Counts: map[string]int{}, Rows: rows(a)}
 	for _, ps := range a.Processes {
 		p.CWLast += ps.CloseWait.Last
@@ -63,7 +64,7 @@ func newPage(in Input) page {
 	}
 	p.Notes = append(p.Notes, in.Notes...)
 	for _, n := range a.Notes {
-		p.Notes = append(p.Notes, fmt.Sprintf("%s (%s)", n.Text, plural(n.Count, "scan")))
+		p.Notes = append(p.Notes, fmt.Sprintf("%s (%s)", n.Text, human.Plural(n.Count, "scan")))
 	}
 	return p
 }

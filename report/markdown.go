@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/kdiag/kdiag/internal/human"
 	"io"
 	"strings"
 	"time"
@@ -14,7 +15,7 @@ func Markdown(w io.Writer, in Input) error {
 	a := in.Analysis
 	ew := &errWriter{w: w}
 	ew.printf("## kdiag report\n\n")
-	ew.printf("From %s: %s over %s, %s to %s", mdEscape(in.Origin), plural(a.Samples, "sample"), p.Duration,
+	ew.printf("From %s: %s over %s, %s to %s", mdEscape(in.Origin), human.Plural(a.Samples, "sample"), p.Duration,
 		a.Start.UTC().Format(time.RFC3339), a.End.UTC().Format(time.RFC3339))
 	if p.Sources != "" {
 		ew.printf(" (source: %s)", p.Sources)

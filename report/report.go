@@ -6,6 +6,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/kdiag/kdiag/internal/human"
 	"io"
 	"math"
 	"strings"
@@ -39,7 +40,7 @@ const maxCharts = 8
 // Text writes the findings as plain text, what `kdiag watch` prints on exit.
 func Text(w io.Writer, a *analyzer.Analysis) error {
 	ew := &errWriter{w: w}
-	ew.printf("%s over %s (%s, %s to %s)\n", plural(a.Samples, "sample"), roundDur(a.End.Sub(a.Start)),
+	ew.printf("%s over %s (%s, %s to %s)\n", human.Plural(a.Samples, "sample"), human.Round(a.End.Sub(a.Start)),
 		strings.Join(a.Sources, "+"), a.Start.UTC().Format(time.RFC3339), a.End.UTC().Format(time.RFC3339))
 	if len(a.Findings) == 0 {
 		ew.printf("No finding: %s\n", noFindingLine(a))
@@ -57,7 +58,7 @@ func Text(w io.Writer, a *analyzer.Analysis) error {
 		}
 	}
 	for _, n := range a.Notes {
-		ew.printf("note: %s (%s)\n", n.Text, plural(n.Count, "scan"))
+		ew.printf("note: %s (%s)\n", n.Text, human.Plural(n.Count, "scan"))
 	}
 	return ew.err
 }
@@ -70,7 +71,7 @@ func noFindingLine(a *analyzer.Analysis) string {
 	if cw == 0 {
 		return "no CLOSE_WAIT socket at the last sample."
 	}
-	return fmt.Sprintf("%s at the last sample, none growing or older than the stuck threshold.", plural(cw, "CLOSE_WAIT socket"))
+	return fmt.Sprintf("%s at the last sample, none growing or older than the stuck threshold.", human.Plural(cw, "CLOSE_WAIT socket"))
 }
 
 func rulesSuffix(r []string) string {
@@ -89,23 +90,6 @@ func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func roundDur(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Hour:
-		return d.Round(time.Minute)
-	case d >= 10*time.Second:
-		return d.Round(time.Second)
-	}
-	return d.Round(100 * time.Millisecond)
 }
 
 // row is one process as the tables show it.
@@ -133,7 +117,7 @@ func rows(a *analyzer.Analysis) []row {
 			ChartID: fmt.Sprintf("chart-%d", i),
 		}
 		if o, ok := p.OldestCloseWait(); ok {
-			r.Oldest = roundDur(o.AgeAt(a.End)).String()
+			r.Oldest = human.Round(o.AgeAt(a.End)).String()
 		}
 		for _, rem := range p.Remotes {
 			if rem.Last.Total() > 0 {

@@ -2,6 +2,7 @@ package repro
 
 import (
 	"fmt"
+	"github.com/kdiag/kdiag/internal/human"
 	"time"
 )
 
@@ -24,22 +25,22 @@ func judge(sc Scenario, res *Result) {
 		res.Verdict = "no connection seen: the producer never connected to the brokers (is " + res.Bootstrap + " reachable?)"
 	case res.CloseWaitFinal > 0 && sc.Expect == ExpectGrowth && grew:
 		res.Verdict = fmt.Sprintf("CLOSE_WAIT growing: %s at the end, oldest %s; connections grew from %d in the first third of the run to %d — %s",
-			plural(res.CloseWaitFinal, "socket"), secs(res.CloseWaitOldestMS), from, to, sc.Cause)
+			human.Plural(res.CloseWaitFinal, "socket"), secs(res.CloseWaitOldestMS), from, to, sc.Cause)
 	case res.CloseWaitFinal > 0:
 		res.Verdict = fmt.Sprintf("CLOSE_WAIT held: %s, oldest %s — %s",
-			plural(res.CloseWaitFinal, "socket"), secs(res.CloseWaitOldestMS), sc.Cause)
+			human.Plural(res.CloseWaitFinal, "socket"), secs(res.CloseWaitOldestMS), sc.Cause)
 	case res.CloseWaitPeak > 0:
 		res.Verdict = fmt.Sprintf("CLOSE_WAIT came and went: up to %s, the longest for %s — %s",
-			plural(res.CloseWaitPeak, "socket"), secs(res.CloseWaitOldestMS), sc.Cause)
+			human.Plural(res.CloseWaitPeak, "socket"), secs(res.CloseWaitOldestMS), sc.Cause)
 	default:
 		res.Verdict = "OK: no CLOSE_WAIT"
 		switch {
 		case brokerIdleCloses > 0:
 			res.Verdict += fmt.Sprintf(" — the broker closed %s and the client closed its end at once",
-				plural(brokerIdleCloses, "idle connection"))
+				human.Plural(brokerIdleCloses, "idle connection"))
 		case clientIdleCloses > 0:
 			res.Verdict += fmt.Sprintf(" — the client closed %s before the broker's %s idle timeout",
-				plural(clientIdleCloses, "idle connection"), time.Duration(res.BrokerIdleMS)*time.Millisecond)
+				human.Plural(clientIdleCloses, "idle connection"), time.Duration(res.BrokerIdleMS)*time.Millisecond)
 		}
 	}
 	if res.Interrupted {
@@ -85,11 +86,4 @@ func growth(series []Sample) (grew bool, from, to int) {
 		lastMin = min(lastMin, held(s))
 	}
 	return lastMin > firstMax, firstMax, held(series[len(series)-1])
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

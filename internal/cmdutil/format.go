@@ -1,7 +1,6 @@
 package cmdutil
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -36,12 +35,4 @@ func Keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Plural formats n with a noun, adding "s" when n != 1.
-func Plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -6,6 +6,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/human"
 	"io"
 	"log/slog"
 	"net"
@@ -161,7 +162,7 @@ func runBroker(opts *BrokerOptions) error {
 	if opts.Idle > 0 {
 		idle = fmt.Sprintf("closes connections idle for %s (connections.max.idle.ms=%d)", opts.Idle, opts.Idle.Milliseconds())
 	}
-	fmt.Fprintf(out, "kdiag broker: %s on %s, %s.\n", cmdutil.Plural(opts.Brokers, "broker"), opts.Listen, idle)
+	fmt.Fprintf(out, "kdiag broker: %s on %s, %s.\n", human.Plural(opts.Brokers, "broker"), opts.Listen, idle)
 	for _, n := range c.Notes() {
 		fmt.Fprintf(out, "note: %s\n", n)
 	}

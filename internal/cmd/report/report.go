@@ -5,6 +5,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/human"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +112,6 @@ func runReport(o *ReportOptions) error {
 	if err := os.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	fmt.Fprintf(o.IO.ErrOut, "kdiag report: %s: %s, %s written to %s\n", o.File, cmdutil.Plural(len(snaps), "snapshot"), cmdutil.Plural(len(a.Findings), "finding"), o.Out)
+	fmt.Fprintf(o.IO.ErrOut, "kdiag report: %s: %s, %s written to %s\n", o.File, human.Plural(len(snaps), "snapshot"), human.Plural(len(a.Findings), "finding"), o.Out)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/human"
 	"io"
 	"log/slog"
 	"os/signal"
@@ -252,7 +253,7 @@ func runRepro(opts *ReproOptions) error {
 			}
 		}
 		fmt.Fprintf(opts.IO.Out, "kdiag repro: %s against %s, broker idle timeout %s (real 10m / %g), %s each (about %s in all).\n\n",
-			cmdutil.Plural(len(scenarios), "scenario"), where, opts.BrokerIdle, float64(repro.RealBrokerIdle)/float64(opts.BrokerIdle), duration, total.Round(time.Second))
+			human.Plural(len(scenarios), "scenario"), where, opts.BrokerIdle, float64(repro.RealBrokerIdle)/float64(opts.BrokerIdle), duration, total.Round(time.Second))
 	}
 
 	results := make([]*repro.Result, len(scenarios))

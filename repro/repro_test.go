@@ -2,11 +2,8 @@ package repro
 
 import (
 	"context"
-	"fmt"
+	"github.com/kdiag/kdiag/internal/testbin"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -18,23 +15,7 @@ import (
 var kdiagBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "kdiag-repro-test-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		kdiagBin = filepath.Join(dir, "kdiag")
-		_, file, _, _ := runtime.Caller(0)
-		build := exec.Command("go", "build", "-o", kdiagBin, "./cmd/kdiag")
-		build.Dir = filepath.Join(filepath.Dir(file), "..")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building kdiag for the repro tests: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}())
+	os.Exit(testbin.Main(m.Run, &kdiagBin, "the repro tests"))
 }
 
 // testSockets is shared by the parallel tests, so that each sample is one

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/testbin"
 	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,23 +28,7 @@ import (
 var kdiagBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "kdiag-cmd-repro-test-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		kdiagBin = filepath.Join(dir, "kdiag")
-		_, file, _, _ := runtime.Caller(0)
-		build := exec.Command("go", "build", "-o", kdiagBin, "./cmd/kdiag")
-		build.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building kdiag for the repro command tests: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}())
+	os.Exit(testbin.Main(m.Run, &kdiagBin, "the repro command tests"))
 }
 
 func TestFlags(t *testing.T) {

@@ -45,19 +45,64 @@ const dumpTimeout = 30 * time.Second
 // malformed replies give sockets and an error wrapping ErrParse, as
 // ReadProcNetTCP does for malformed lines.
 func DumpNetlink(states StateSet) ([]Socket, error) {
+	return dumpNetlinkHost(states, dumpOptions{info: states})
+}
+
+// dumpOptions narrow a dump below what DumpNetlink asks.
+type dumpOptions struct {
+	// info is the states whose sockets get tcp_info.
+	info StateSet
+	// noIPv6 skips the AF_INET6 request (the namespace has no IPv6 TCP
+	// sockets of the wanted states: see hasIPv6TCP).
+	noIPv6 bool
+	// scratch, when set, is the decode buffer instead of one from
+	// scratchPool: a repeated scan keeps its own, as a sync.Pool's is
+	// dropped by the garbage collections between two scans a second
+	// apart and would regrow (by doubling, 60,000 sockets: ~16 MB of
+	// copies) every scan.
+	scratch *[]Socket
+}
+
+// dumpNetlinkHost is DumpNetlink with o.
+func dumpNetlinkHost(states StateSet, o dumpOptions) ([]Socket, error) {
 	var ns uint64
 	var st unix.Stat_t
 	if unix.Stat("/proc/thread-self/ns/net", &st) == nil {
 		ns = st.Ino
 	}
-	return dumpNetlink(0, ns, "", states, dumpBufferSize)
+	return dumpNetlink(0, ns, "", states, o, dumpBufferSize)
+}
+
+// dumpRequest is one SOCK_DIAG_BY_FAMILY request of a dump.
+type dumpRequest struct {
+	states StateSet
+	info   bool
+}
+
+// dumpRequests splits states into the requests of one family's dump: the
+// states in info with INET_DIAG_INFO, the others without, so the kernel
+// fills tcp_info only where its age is wanted. Each request is a walk of
+// the kernel's established hash (it skips other states cheaply), far less
+// than tcp_info for every socket of the other states. The states without
+// INFO go first: the usual move, ESTABLISHED to CLOSE_WAIT, of a socket
+// between the two walks then shows it twice (dedupSockets keeps the first)
+// rather than not at all.
+func dumpRequests(states, info StateSet) []dumpRequest {
+	var out []dumpRequest
+	if without := states &^ info; without != 0 {
+		out = append(out, dumpRequest{without, false})
+	}
+	if with := states & info; with != 0 {
+		out = append(out, dumpRequest{with, true})
+	}
+	return out
 }
 
 // dumpNetlink dumps the namespace of the open file nsFD (0: the caller's),
 // whose inode is ns and whose path errors name (where, "" for the caller's),
-// reading with a user buffer of bufSize (0: peek each datagram's size,
-// mdlayher/netlink's default).
-func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, bufSize int) ([]Socket, error) {
+// as o says, reading with a user buffer
+// of bufSize (0: peek each datagram's size, mdlayher/netlink's default).
+func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, o dumpOptions, bufSize int) ([]Socket, error) {
 	c, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, &netlink.Config{NetNS: nsFD, MessageBufferSize: bufSize})
 	if err != nil {
 		return nil, netlinkError(where, "dial", err)
@@ -68,34 +113,23 @@ func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, bufSize int
 	}
 	// Collect into a pooled scratch slice and copy once to an exact-size
 	// result, as the /proc parser does (scratchPool).
-	scratch := scratchPool.Get().(*[]Socket)
-	defer func() { *scratch = (*scratch)[:0]; scratchPool.Put(scratch) }()
+	scratch := o.scratch
+	if scratch == nil {
+		scratch = scratchPool.Get().(*[]Socket)
+		defer func() { *scratch = (*scratch)[:0]; scratchPool.Put(scratch) }()
+	}
 	socks := (*scratch)[:0]
 	var errs lineErrors
-	for _, fam := range []Family{IPv4, IPv6} {
-		req := netlink.Message{
-			Header: netlink.Header{Type: sockDiagByFamily, Flags: netlink.Request | netlink.Dump},
-			Data:   encodeInetDiagReq(fam, states),
-		}
-		if _, err := c.Send(req); err != nil {
-			return nil, netlinkError(where, "send "+fam.String()+" dump request", err)
-		}
-		// Decode as the datagrams arrive rather than collecting every
-		// message first (Conn.Execute): a message's Data points into its
-		// datagram, so holding them all would hold the whole dump.
-		i := 0
-		for m, err := range c.ReceiveIter() {
-			if err != nil {
-				return nil, netlinkError(where, "receive "+fam.String()+" dump", err)
+	fams := []Family{IPv4, IPv6}
+	if o.noIPv6 {
+		fams = fams[:1]
+	}
+	for _, r := range dumpRequests(states, o.info) {
+		for _, fam := range fams {
+			if err := dumpOne(c, fam, r, ns, where, &socks, &errs); err != nil {
+				*scratch = socks
+				return nil, err
 			}
-			s, ok, reason := parseInetDiagMessage(m)
-			if reason != "" {
-				errs.addMessage(i, m, reason)
-			} else if ok {
-				s.NetNS = ns
-				socks = append(socks, s)
-			}
-			i++
 		}
 	}
 	*scratch = socks
@@ -104,6 +138,35 @@ func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, bufSize int
 		return out, fmt.Errorf("netstat: netlink sock_diag%s: %w", inNS(where), err)
 	}
 	return out, nil
+}
+
+// dumpOne sends one request for family fam and appends its sockets.
+func dumpOne(c *netlink.Conn, fam Family, r dumpRequest, ns uint64, where string, socks *[]Socket, errs *lineErrors) error {
+	req := netlink.Message{
+		Header: netlink.Header{Type: sockDiagByFamily, Flags: netlink.Request | netlink.Dump},
+		Data:   encodeInetDiagReq(fam, r.states, r.info),
+	}
+	if _, err := c.Send(req); err != nil {
+		return netlinkError(where, "send "+fam.String()+" dump request", err)
+	}
+	// Decode as the datagrams arrive rather than collecting every message
+	// first (Conn.Execute): a message's Data points into its datagram, so
+	// holding them all would hold the whole dump.
+	i := 0
+	for m, err := range c.ReceiveIter() {
+		if err != nil {
+			return netlinkError(where, "receive "+fam.String()+" dump", err)
+		}
+		s, ok, reason := parseInetDiagMessage(m)
+		if reason != "" {
+			errs.addMessage(i, m, reason)
+		} else if ok {
+			s.NetNS = ns
+			*socks = append(*socks, s)
+		}
+		i++
+	}
+	return nil
 }
 
 // netlinkError wraps a dial, send or receive error, marking with

@@ -309,20 +309,26 @@ func BenchmarkDumpNetlink(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, bc := range []struct {
-		name   string
-		states StateSet
-		buf    int
+		name         string
+		states, info StateSet
+		buf          int
 	}{
-		{"all/buffer-peek", AllStates, 0},
-		{"all/buffer-32k", AllStates, dumpBufferSize},
-		{"close-wait/buffer-peek", States(CloseWait), 0},
-		{"close-wait/buffer-32k", States(CloseWait), dumpBufferSize},
+		{"all/buffer-peek", AllStates, AllStates, 0},
+		{"all/buffer-32k", AllStates, AllStates, dumpBufferSize},
+		{"close-wait/buffer-peek", States(CloseWait), States(CloseWait), 0},
+		{"close-wait/buffer-32k", States(CloseWait), States(CloseWait), dumpBufferSize},
+		// What kdiag watch asks: tcp_info for CLOSE_WAIT only (a separate
+		// request), or for none (between tcp_info scans), against one
+		// request with tcp_info for both states.
+		{"cw+est/info-both", States(CloseWait, Established), States(CloseWait, Established), dumpBufferSize},
+		{"cw+est/info-cw", States(CloseWait, Established), States(CloseWait), dumpBufferSize},
+		{"cw+est/info-none", States(CloseWait, Established), 0, dumpBufferSize},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var n int
 			for b.Loop() {
-				socks, err := dumpNetlink(0, ns, "", bc.states, bc.buf)
+				socks, err := dumpNetlink(0, ns, "", bc.states, dumpOptions{info: bc.info}, bc.buf)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -14,3 +14,16 @@ func DumpNetlink(states StateSet) ([]Socket, error) {
 func DumpNetlinkInNetNS(nsPath string, states StateSet) ([]Socket, error) {
 	return nil, fmt.Errorf("netstat: %w: not Linux", ErrNetlinkUnavailable)
 }
+
+// dumpOptions narrow a dump (Linux only).
+type dumpOptions struct {
+	info    StateSet
+	noIPv6  bool
+	scratch *[]Socket
+}
+
+func dumpNetlinkHost(states StateSet, o dumpOptions) ([]Socket, error) { return DumpNetlink(states) }
+
+func dumpNetlinkInNetNS(nsPath string, states StateSet, o dumpOptions) ([]Socket, error) {
+	return DumpNetlinkInNetNS(nsPath, states)
+}

@@ -17,6 +17,11 @@ import (
 // opened, the error wraps ErrNetNSUnavailable (and fs.ErrNotExist when the
 // process has exited). Each Socket's NetNS is the namespace's inode.
 func DumpNetlinkInNetNS(nsPath string, states StateSet) ([]Socket, error) {
+	return dumpNetlinkInNetNS(nsPath, states, dumpOptions{info: states})
+}
+
+// dumpNetlinkInNetNS is DumpNetlinkInNetNS with o.
+func dumpNetlinkInNetNS(nsPath string, states StateSet, o dumpOptions) ([]Socket, error) {
 	fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("netstat: %w: open %s: %w", ErrNetNSUnavailable, nsPath, err)
@@ -28,7 +33,7 @@ func DumpNetlinkInNetNS(nsPath string, states StateSet) ([]Socket, error) {
 	}
 	// The caller's own namespace needs no setns, hence no privilege.
 	if unix.Stat("/proc/thread-self/ns/net", &self) == nil && self.Dev == st.Dev && self.Ino == st.Ino {
-		return dumpNetlink(0, st.Ino, nsPath, states, dumpBufferSize)
+		return dumpNetlink(0, st.Ino, nsPath, states, o, dumpBufferSize)
 	}
 	// Config.NetNS 0 means "no namespace": should the file have landed on
 	// fd 0 (stdin closed), use a copy.
@@ -40,5 +45,5 @@ func DumpNetlinkInNetNS(nsPath string, states StateSet) ([]Socket, error) {
 		defer unix.Close(dup)
 		fd = dup
 	}
-	return dumpNetlink(fd, st.Ino, nsPath, states, dumpBufferSize)
+	return dumpNetlink(fd, st.Ino, nsPath, states, o, dumpBufferSize)
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/internal/sockettest"
@@ -381,5 +382,71 @@ func TestScanUnknownPID(t *testing.T) {
 	snap := scan(t, SourceProc, Query{PIDs: []int{1 << 30}})
 	if len(snap.Sockets) != 0 || !slices.Contains(snap.Notes, fmt.Sprintf("pid %d: no such process", 1<<30)) {
 		t.Errorf("sockets %d, notes %q; want none and a note", len(snap.Sockets), snap.Notes)
+	}
+}
+
+// TestScanRepeatedCarriesAge: a repeated netlink scan asks tcp_info on its
+// first scan and then every InfoEvery; in between, CLOSE_WAIT ages are the
+// last tcp_info scan's plus the time since (on the scanner's clock), a
+// CLOSE_WAIT socket new since then has none until the next tcp_info scan,
+// and other states report none.
+func TestScanRepeatedCarriesAge(t *testing.T) {
+	if _, err := DumpNetlink(States(Listen)); err != nil {
+		t.Skipf("netlink sock_diag unavailable: %v", err)
+	}
+	f := newFixture(t)
+	t0 := time.Now()
+	clock := t0
+	s := NewScanner("/proc")
+	s.Source = SourceNetlink
+	s.Now = func() time.Time { return clock }
+	q := Query{States: States(CloseWait, Established), PIDs: []int{os.Getpid(), f.child.PID}}
+	byInode := func(snap *Snapshot) map[uint64]Socket {
+		m := map[uint64]Socket{}
+		for _, x := range snap.Sockets {
+			m[x.Inode] = x
+		}
+		return m
+	}
+	first, err := s.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm := byInode(first)
+	for _, cw := range f.closeWait {
+		if x, ok := fm[cw.Inode]; !ok || !x.HasAge {
+			t.Fatalf("first scan: CLOSE_WAIT %s: %+v, want it with tcp_info's age", cw, x)
+		}
+	}
+
+	added := sockettest.CloseWait(t, "tcp4", 1)[0]
+	clock = t0.Add(3 * time.Second)
+	second, err := s.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm := byInode(second)
+	for _, cw := range f.closeWait {
+		x := sm[cw.Inode]
+		if want := fm[cw.Inode].Age + 3*time.Second; !x.HasAge || x.Age != want {
+			t.Errorf("second scan: CLOSE_WAIT %s: age %v (known %v), want %v carried forward", cw, x.Age, x.HasAge, want)
+		}
+	}
+	if x, ok := sm[added.Inode]; !ok || x.State != CloseWait || x.HasAge {
+		t.Errorf("second scan: new CLOSE_WAIT %s: %+v (seen %v), want it without an age", added, x, ok)
+	}
+	for _, x := range second.Sockets {
+		if x.State != CloseWait && x.HasAge {
+			t.Errorf("second scan: %s socket %s -> %s has age %v, want none", x.State, x.Local, x.Remote, x.Age)
+		}
+	}
+
+	clock = t0.Add(DefaultInfoEvery + time.Second)
+	third, err := s.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := byInode(third)[added.Inode]; !x.HasAge {
+		t.Errorf("third scan (tcp_info again): new CLOSE_WAIT %s has no age", added)
 	}
 }

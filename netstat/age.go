@@ -1,0 +1,84 @@
+package netstat
+
+import "time"
+
+// A repeated scan (Scanner without NoCache: kdiag watch, repro) asks the
+// kernel for tcp_info (INET_DIAG_INFO) only every Scanner.InfoEvery, and
+// only for the states whose age kdiag uses (ageStates: CLOSE_WAIT). tcp_info
+// is filled per socket under its lock (tcp_get_info) and is most of a
+// dump's kernel time; the dump without it is much cheaper. Between two such
+// scans the age of a socket the last one saw is carried forward: the time
+// it last received, as tcp_info implied (scan time - Age), stays that time,
+// so its age now is the age then plus the time since. For a CLOSE_WAIT
+// socket that is exactly the time since the FIN: nothing is received after
+// it. (A keepalive ACK would reset tcp_info's age, so the carried-forward
+// age is, if anything, the more right one.) A socket first seen, or seen in
+// another state, between two tcp_info scans has HasAge false until the next
+// one; the analyzer falls back on its first-seen time meanwhile.
+
+// ageStates are the states a repeated scan asks tcp_info for: CLOSE_WAIT's
+// age is the time since the FIN, what the analyzer and repro use. Other
+// states' receive times say little and would cost tcp_info per socket.
+const ageStates = StateSet(1 << CloseWait)
+
+// DefaultInfoEvery is how often a repeated scan asks for tcp_info when
+// Scanner.InfoEvery is 0.
+const DefaultInfoEvery = 10 * time.Second
+
+// ageKey is a socket in the age cache: its namespace and inode.
+type ageKey struct{ netns, inode uint64 }
+
+// ageRecord is what the last tcp_info scan said of a socket: its state then
+// and when it last received.
+type ageRecord struct {
+	state State
+	recv  time.Time
+}
+
+// ageCache holds the receive times of the last tcp_info scan.
+type ageCache struct {
+	m map[ageKey]ageRecord
+	// at is the time of the last tcp_info scan; zero before the first.
+	at time.Time
+}
+
+// due reports whether a scan at now must ask for tcp_info: the first, one
+// every seconds, and one after the clock went back.
+func (c *ageCache) due(now time.Time, every time.Duration) bool {
+	return c.at.IsZero() || now.Sub(c.at) >= every || now.Before(c.at)
+}
+
+// record replaces the cache with the ages of socks, a scan at time at that
+// asked tcp_info for the states in info. Sockets of other states, and those
+// without an inode (TIME_WAIT: no tcp_info either), are not kept.
+func (c *ageCache) record(socks []Socket, at time.Time, info StateSet) {
+	if c.m == nil {
+		c.m = make(map[ageKey]ageRecord, len(socks))
+	}
+	clear(c.m)
+	c.at = at
+	for i := range socks {
+		s := &socks[i]
+		if !info.Has(s.State) || !s.HasAge || s.Inode == 0 {
+			continue
+		}
+		c.m[ageKey{s.NetNS, s.Inode}] = ageRecord{state: s.State, recv: at.Add(-s.Age)}
+	}
+}
+
+// carry sets the ages of socks, a scan at time at without tcp_info, from
+// the cache: a socket of a state in info that the last tcp_info scan saw in
+// the same state gets the age it had then plus the time since; any other
+// has HasAge false.
+func (c *ageCache) carry(socks []Socket, at time.Time, info StateSet) {
+	for i := range socks {
+		s := &socks[i]
+		s.Age, s.HasAge = 0, false
+		if !info.Has(s.State) || s.Inode == 0 {
+			continue
+		}
+		if r, ok := c.m[ageKey{s.NetNS, s.Inode}]; ok && r.state == s.State {
+			s.Age, s.HasAge = max(at.Sub(r.recv), 0), true
+		}
+	}
+}

@@ -53,10 +53,29 @@ var kd902 = &Rule{
 	},
 }
 
-func suggestRule(id string, ids []string) string {
-	best, bestD := "", 2
-	for _, x := range ids {
-		if d := damerau(id, x); d < bestD {
+func suggestRule(id string, ids []string) string { return closest(id, ids, 2) }
+
+// SuggestRuleID returns the catalog rule ID closest to id (at most two
+// edits away, any case), or "" when none is that close: the did-you-mean of
+// an unknown ID in suppressions, --ignore and kdiag rules explain.
+func SuggestRuleID(id string) string {
+	return closest(strings.ToUpper(strings.TrimSpace(id)), catalogIDs(), 3)
+}
+
+func catalogIDs() []string {
+	ids := make([]string, 0, len(All()))
+	for _, r := range All() {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// closest returns the candidate with the smallest Damerau distance to word,
+// if it is below limit.
+func closest(word string, cands []string, limit int) string {
+	best, bestD := "", limit
+	for _, x := range cands {
+		if d := damerau(word, x); d < bestD {
 			best, bestD = x, d
 		}
 	}

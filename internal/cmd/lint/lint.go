@@ -311,7 +311,7 @@ func ignoreSet(ids []string) (map[string]bool, error) {
 		}
 		r, ok := rules.Lookup(id)
 		if !ok {
-			return nil, cmdutil.UsageErrorf("lint: --ignore: unknown rule %q%s (see 'kdiag rules')", id, rulescmd.DidYouMean(id, rules.All()))
+			return nil, cmdutil.UsageErrorf("lint: --ignore: unknown rule %q%s (see 'kdiag rules')", id, rulescmd.DidYouMean(id))
 		}
 		set[r.ID] = true
 	}

@@ -115,7 +115,7 @@ func runExplain(opts *ExplainOptions) error {
 	cat := opts.Catalog()
 	r := find(cat, opts.ID)
 	if r == nil {
-		return cmdutil.UsageErrorf("rules explain: unknown rule %q%s (see 'kdiag rules')", opts.ID, DidYouMean(opts.ID, cat))
+		return cmdutil.UsageErrorf("rules explain: unknown rule %q%s (see 'kdiag rules')", opts.ID, DidYouMean(opts.ID))
 	}
 	return explainWriters[opts.Format](opts.IO.Out, r)
 }
@@ -275,38 +275,9 @@ func indent(s string) string {
 
 // DidYouMean returns ", did you mean KD101?" for the catalog ID closest to
 // id (at most two edits away), or "" when none is close.
-func DidYouMean(id string, cat []*rules.Rule) string {
-	id = strings.ToUpper(strings.TrimSpace(id))
-	best, bestD := "", 3
-	for _, r := range cat {
-		if d := distance(id, r.ID); d < bestD {
-			best, bestD = r.ID, d
-		}
+func DidYouMean(id string) string {
+	if s := rules.SuggestRuleID(id); s != "" {
+		return fmt.Sprintf(", did you mean %s?", s)
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(", did you mean %s?", best)
-}
-
-// distance is the Levenshtein distance between a and b (byte-wise: IDs are
-// ASCII).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }

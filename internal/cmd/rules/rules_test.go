@@ -141,13 +141,16 @@ func TestExplainUnknown(t *testing.T) {
 	}
 }
 
-func TestDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"KD101", "KD101", 0}, {"KD1O1", "KD101", 1}, {"KD10", "KD101", 1}, {"KD011", "KD101", 2}, {"", "KD1", 3}} {
-		if got := distance(tt.a, tt.b); got != tt.want {
-			t.Errorf("distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+func TestDidYouMean(t *testing.T) {
+	for _, tt := range []struct{ id, want string }{
+		{"KD1O1", ", did you mean KD101?"},
+		{"kd101 ", ", did you mean KD101?"},
+		{"KD10", ", did you mean KD101?"},
+		{"KD011", ", did you mean KD101?"}, // a transposition is one edit
+		{"XYZ", ""},
+	} {
+		if got := DidYouMean(tt.id); got != tt.want {
+			t.Errorf("DidYouMean(%q) = %q, want %q", tt.id, got, tt.want)
 		}
 	}
 }

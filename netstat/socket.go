@@ -193,7 +193,11 @@ type Socket struct {
 	// last received (min of tcpi_last_data_recv and tcpi_last_ack_recv). For a
 	// CLOSE_WAIT socket nothing arrives after the peer's FIN, so it is how long
 	// ago the FIN came: the socket's age in CLOSE_WAIT. /proc/net/tcp has no
-	// such field, so sockets from the fallback have HasAge false.
+	// such field, so sockets from the fallback have HasAge false. A repeated
+	// scan (Scanner without NoCache) asks tcp_info only every
+	// Scanner.InfoEvery and only for CLOSE_WAIT: in between, a CLOSE_WAIT
+	// socket's Age is carried forward from the last such scan, and other
+	// states have HasAge false.
 	Age    time.Duration `json:"-"`
 	HasAge bool          `json:"-"`
 	// NetNS is the inode of the network namespace the socket lives in

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/kdiag/kdiag/internal/cmd/root"
 	"github.com/kdiag/kdiag/internal/cmdutil"
@@ -22,6 +23,10 @@ func run() int {
 	f := cmdutil.NewFactory(cmdutil.System(), exe)
 	cmd := root.NewCmdRoot(f)
 	if err := cmd.Execute(); err != nil {
+		if strings.HasPrefix(err.Error(), "unknown command") {
+			// cobra's own usage error, not a flag error: exit 2 like the others.
+			err = cmdutil.UsageErrorf("%v (see 'kdiag --help')", err)
+		}
 		if msg := err.Error(); msg != "" && !isSilent(err) {
 			fmt.Fprintln(f.IO.ErrOut, "kdiag:", msg)
 		}

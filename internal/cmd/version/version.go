@@ -41,9 +41,10 @@ func String() string {
 // NewCmdVersion returns `kdiag version`.
 func NewCmdVersion(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print kdiag's version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print kdiag's version",
+		Example: "  kdiag version   # e.g. kdiag v0.1.0 linux/amd64 go1.26.8 commit 0123456789ab",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := fmt.Fprintln(f.IO.Out, String())
 			return err

@@ -61,7 +61,7 @@ func (l *listener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	now := time.Now()
-	tc := &trackedConn{Conn: conn, l: l, accepted: now}
+	tc := &trackedConn{Conn: conn, l: l, accepted: now, counted: make(chan struct{})}
 	tc.last.Store(now.UnixNano())
 	l.mu.Lock()
 	l.conns[tc] = struct{}{}
@@ -129,6 +129,10 @@ type trackedConn struct {
 	mu     sync.Mutex
 	reason Reason // the first reason found wins
 	closed bool
+	// counted is closed once the close has been counted, so that a second
+	// closer (Cluster.Close racing kfake's own close) returns only after the
+	// first one's count: Stats after Close never shows the conn still open.
+	counted chan struct{}
 }
 
 func (c *trackedConn) lastActivity() time.Time { return time.Unix(0, c.last.Load()) }
@@ -183,6 +187,7 @@ func (c *trackedConn) closeFor(r Reason) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.counted
 		return nil
 	}
 	c.closed = true
@@ -192,7 +197,8 @@ func (c *trackedConn) closeFor(r Reason) error {
 	reason := c.reason
 	c.mu.Unlock()
 
-	err := c.Conn.Close()
+	// Count before the socket closes: a client that has seen the close
+	// then always finds it in Stats.
 	l := c.l
 	l.mu.Lock()
 	delete(l.conns, c)
@@ -208,6 +214,8 @@ func (c *trackedConn) closeFor(r Reason) error {
 		l.cnt.ClosedOther++
 	}
 	l.mu.Unlock()
+	err := c.Conn.Close()
+	close(c.counted)
 
 	now := time.Now()
 	level := slog.LevelInfo

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -217,19 +218,19 @@ func ParseSpringYAML(name string, data []byte) (*File, error) {
 }
 
 var (
-	yamlLineRE      = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+	yamlLineRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
+	unknownAnchorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown anchor '(.*)' referenced$`) })
 )
 
 // yamlErrorPos finds where a yaml.v3 error is: its message says "yaml:
 // line N: what"; the column comes from the text of that line.
 func yamlErrorPos(err error, data []byte) (Pos, string) {
 	msg := err.Error()
-	m := yamlLineRE.FindStringSubmatch(msg)
+	m := yamlLineRE().FindStringSubmatch(msg)
 	if m == nil {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 		// "unknown anchor 'a' referenced" has no line: find the *a.
-		if a := unknownAnchorRE.FindStringSubmatch(msg); a != nil {
+		if a := unknownAnchorRE().FindStringSubmatch(msg); a != nil {
 			if i := bytes.Index(data, []byte("*"+a[1])); i >= 0 {
 				before := data[:i]
 				line := bytes.Count(before, []byte("\n")) + 1
@@ -462,7 +463,9 @@ var (
 		"off": "false", "Off": "false", "OFF": "false",
 	}
 	snakeNull = map[string]bool{"": true, "~": true, "null": true, "Null": true, "NULL": true}
-	snakeInt  = regexp.MustCompile(`^[-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+)$`)
+	snakeInt  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+)$`)
+	})
 )
 
 // snakeScalar returns the string Spring binds for a scalar: SnakeYAML
@@ -484,7 +487,7 @@ func snakeScalar(n *yaml.Node) (string, string) {
 	if b, ok := snakeBool[s]; ok {
 		return b, rawIfDiff(b, s)
 	}
-	if snakeInt.MatchString(s) {
+	if snakeInt().MatchString(s) {
 		t := strings.ReplaceAll(s, "_", "")
 		sign := ""
 		if t[0] == '-' || t[0] == '+' {
@@ -725,13 +728,13 @@ func (m *springMapper) finish() {
 	})
 }
 
-var dataSizeRE = regexp.MustCompile(`^([+-]?\d+)([a-zA-Z]{0,2})$`)
+var dataSizeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([+-]?\d+)([a-zA-Z]{0,2})$`) })
 
 // springDataSize converts a DataSize value as Spring's DataSize.parse does
 // (units B, KB, MB, GB, TB, powers of 1024, case-sensitive; no unit is
 // bytes). It reports false for what Spring would reject.
 func springDataSize(s string) (string, bool) {
-	m := dataSizeRE.FindStringSubmatch(strings.TrimSpace(s))
+	m := dataSizeRE().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return "", false
 	}

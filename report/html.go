@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kdiag/kdiag/analyzer"
@@ -18,8 +19,12 @@ import (
 var templates embed.FS
 
 var (
-	htmlTmpl = template.Must(template.New("report.html.tmpl").Funcs(funcs).ParseFS(templates, "templates/report.html.tmpl"))
-	funcs    = template.FuncMap{
+	// Parsed on first use, not at start-up: every kdiag command pays for a
+	// package-level parse, and only report needs it.
+	htmlTmpl = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("report.html.tmpl").Funcs(funcs).ParseFS(templates, "templates/report.html.tmpl"))
+	})
+	funcs = template.FuncMap{
 		"upper": strings.ToUpper,
 		"time":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"join":  strings.Join,
@@ -72,7 +77,7 @@ func newPage(in Input) page {
 // HTML writes a self-contained page: inline CSS and SVG, no script, no
 // external asset, every value escaped by html/template.
 func HTML(w io.Writer, in Input) error {
-	return htmlTmpl.Execute(w, newPage(in))
+	return htmlTmpl().Execute(w, newPage(in))
 }
 
 // chart is one process's SVG line chart.

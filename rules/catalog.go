@@ -160,7 +160,7 @@ func parseCatalog() (*catalogData, error) {
 		s := LibSetting{Name: r[0], Scope: r[1], CP: r[2], Type: r[3], Range: r[4], Default: r[5],
 			Importance: r[6], Meaning: r[7]}
 		s.Sensitive = strings.Contains(s.Meaning, "SENSITIVE")
-		if m := aliasRE.FindStringSubmatch(s.Meaning); m != nil {
+		if m := aliasRE().FindStringSubmatch(s.Meaning); m != nil {
 			s.AliasOf = strings.TrimSuffix(m[1], ".")
 		}
 		parseLibRange(&s)
@@ -183,7 +183,7 @@ func parseCatalog() (*catalogData, error) {
 	return c, nil
 }
 
-var aliasRE = regexp.MustCompile(`^Alias of ([a-z.]+)`)
+var aliasRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Alias of ([a-z.]+)`) })
 
 func readTSV(name string, cols int) ([][]string, error) {
 	b, err := dataFS.ReadFile(name)
@@ -214,29 +214,29 @@ func readTSV(name string, cols int) ([][]string, error) {
 }
 
 var (
-	atLeastRE = regexp.MustCompile(`^atLeast\((-?[0-9.]+)\)$`)
-	betweenRE = regexp.MustCompile(`^between\((-?[0-9.]+),\s*(-?[0-9.]+)\)$`)
-	inRE      = regexp.MustCompile(`^(CaseInsensitiveValidString\.)?in\((.*)\)$`)
-	gzipRE    = regexp.MustCompile(`^\[(-?\d+),\.\.\.,(-?\d+)\] or (-?\d+)$`)
+	atLeastRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^atLeast\((-?[0-9.]+)\)$`) })
+	betweenRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^between\((-?[0-9.]+),\s*(-?[0-9.]+)\)$`) })
+	inRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(CaseInsensitiveValidString\.)?in\((.*)\)$`) })
+	gzipRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\[(-?\d+),\.\.\.,(-?\d+)\] or (-?\d+)$`) })
 )
 
 func parseJavaValidator(s *Setting) {
 	v := s.Validator
 	switch {
-	case atLeastRE.MatchString(v):
-		m := atLeastRE.FindStringSubmatch(v)
+	case atLeastRE().MatchString(v):
+		m := atLeastRE().FindStringSubmatch(v)
 		s.HasMin, s.Min = true, mustFloat(m[1])
-	case betweenRE.MatchString(v):
-		m := betweenRE.FindStringSubmatch(v)
+	case betweenRE().MatchString(v):
+		m := betweenRE().FindStringSubmatch(v)
 		s.HasMin, s.Min = true, mustFloat(m[1])
 		s.HasMax, s.Max = true, mustFloat(m[2])
-	case gzipRE.MatchString(v):
-		m := gzipRE.FindStringSubmatch(v)
+	case gzipRE().MatchString(v):
+		m := gzipRE().FindStringSubmatch(v)
 		s.HasMin, s.Min = true, mustFloat(m[1])
 		s.HasMax, s.Max = true, mustFloat(m[2])
 		s.Extra = []string{m[3]}
-	case inRE.MatchString(v):
-		m := inRE.FindStringSubmatch(v)
+	case inRE().MatchString(v):
+		m := inRE().FindStringSubmatch(v)
 		s.EnumFold = m[1] != ""
 		for _, e := range strings.Split(m[2], ",") {
 			s.Enum = append(s.Enum, strings.TrimSpace(e))
@@ -246,13 +246,13 @@ func parseJavaValidator(s *Setting) {
 	}
 }
 
-var newInRE = regexp.MustCompile(`new in (\d+\.\w+)`)
+var newInRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`new in (\d+\.\w+)`) })
 
 func parseJavaStatus(s *Setting) {
 	if strings.Contains(s.Status, "REMOVED 4.0") || s.Default4x == "(removed)" {
 		s.RemovedIn = "4.0"
 	}
-	if m := newInRE.FindStringSubmatch(s.Status); m != nil {
+	if m := newInRE().FindStringSubmatch(s.Status); m != nil {
 		s.AddedIn = m[1]
 		if strings.HasSuffix(s.AddedIn, ".x") {
 			s.AddedIn = strings.TrimSuffix(s.AddedIn, ".x") + ".0"
@@ -262,12 +262,12 @@ func parseJavaStatus(s *Setting) {
 	}
 }
 
-var libRangeRE = regexp.MustCompile(`^(-?[0-9.]+) \.\. (-?[0-9.]+)$`)
+var libRangeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(-?[0-9.]+) \.\. (-?[0-9.]+)$`) })
 
 func parseLibRange(s *LibSetting) {
 	switch s.Type {
 	case "integer", "float":
-		if m := libRangeRE.FindStringSubmatch(s.Range); m != nil {
+		if m := libRangeRE().FindStringSubmatch(s.Range); m != nil {
 			s.HasMin, s.Min = true, mustFloat(m[1])
 			s.HasMax, s.Max = true, mustFloat(m[2])
 		}
@@ -477,7 +477,9 @@ func IsSecretKey(key string) bool {
 // Redacted replaces a secret value in every output.
 const Redacted = "******"
 
-var jaasOptionRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)`)
+var jaasOptionRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)`)
+})
 
 // Redact returns value as it may be shown for key: unchanged for ordinary
 // keys, "******" for secrets. For sasl.jaas.config and librdkafka's
@@ -489,7 +491,7 @@ func Redact(key, value string) string {
 	}
 	k := strings.ToLower(key)
 	if strings.HasSuffix(k, "jaas.config") || strings.HasSuffix(k, "jaas-config") || strings.HasSuffix(k, "oauthbearer.config") {
-		return jaasOptionRE.ReplaceAllString(value, `$1="`+Redacted+`"`)
+		return jaasOptionRE().ReplaceAllString(value, `$1="`+Redacted+`"`)
 	}
 	return Redacted
 }

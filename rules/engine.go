@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kdiag/kdiag/config"
 )
@@ -273,17 +274,17 @@ type directive struct {
 	text    string
 }
 
-var directiveRE = regexp.MustCompile(`^\s*kdiag:ignore\b(.*)$`)
+var directiveRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*kdiag:ignore\b(.*)$`) })
 
 // ruleIDRE matches what is meant as a rule ID, also a mistyped one
 // (KD1O1), which KD902 then reports as unknown.
-var ruleIDRE = regexp.MustCompile(`^[Kk][Dd][0-9A-Za-z]{3}$`)
+var ruleIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[Kk][Dd][0-9A-Za-z]{3}$`) })
 
 // parseDirectives reads the file's `kdiag:ignore ID[,ID...] reason` comments.
 func parseDirectives(f *config.File, known func(string) bool) []directive {
 	var ds []directive
 	for _, c := range f.Comments {
-		m := directiveRE.FindStringSubmatch(c.Text)
+		m := directiveRE().FindStringSubmatch(c.Text)
 		if m == nil {
 			continue
 		}
@@ -300,7 +301,7 @@ func parseDirectives(f *config.File, known func(string) bool) []directive {
 				rest = strings.TrimLeft(rest, " \t,")
 				continue
 			}
-			if !ruleIDRE.MatchString(tok) {
+			if !ruleIDRE().MatchString(tok) {
 				break
 			}
 			id := strings.ToUpper(tok)
@@ -352,7 +353,9 @@ func suppressed(fd Finding, ds []directive) bool {
 	return false
 }
 
-var jaasSecretRE = regexp.MustCompile(`(?i)\b(password|clientSecret|secret|passphrase|token)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)`)
+var jaasSecretRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(password|clientSecret|secret|passphrase|token)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)`)
+})
 
 // minScrubLen is the shortest secret value scrubbed from finding text: rules
 // never print a secret (they go through Redact); the scrub is a safety net,
@@ -368,13 +371,13 @@ func scrubSecrets(f *config.File, fs []Finding) {
 			continue
 		}
 		secrets = append(secrets, strings.TrimSpace(e.Value), strings.TrimSpace(e.RawValue))
-		for _, m := range jaasSecretRE.FindAllStringSubmatch(e.Value, -1) {
+		for _, m := range jaasSecretRE().FindAllStringSubmatch(e.Value, -1) {
 			secrets = append(secrets, strings.Trim(m[2], `"`))
 		}
 		if Redact(e.Key, e.Value) != Redacted {
 			// sasl.jaas.config keeps option names; every option value
 			// is hidden, so scrub them all.
-			for _, m := range jaasOptionRE.FindAllStringSubmatch(e.Value, -1) {
+			for _, m := range jaasOptionRE().FindAllStringSubmatch(e.Value, -1) {
 				secrets = append(secrets, strings.Trim(m[2], `"`))
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kdiag/kdiag/config"
 )
@@ -24,9 +25,11 @@ type bootstrapEntry struct {
 // javaHostPortRE is Kafka's Utils.HOST_PORT_PATTERN, which getHost/getPort
 // match against the whole entry.
 // listSepRE is ConfigDef's COMMA_WITH_WHITESPACE, which splits LIST values.
-var listSepRE = regexp.MustCompile(`\s*,\s*`)
+var listSepRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*,\s*`) })
 
-var javaHostPortRE = regexp.MustCompile(`^(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)$`)
+var javaHostPortRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)$`)
+})
 
 // parseJavaBootstrap splits a bootstrap.servers value as ConfigDef splits a
 // LIST (trim, then split on commas with surrounding whitespace) and checks
@@ -38,12 +41,12 @@ func parseJavaBootstrap(val string) []bootstrapEntry {
 		return nil
 	}
 	var out []bootstrapEntry
-	for _, s := range listSepRE.Split(val, -1) {
+	for _, s := range listSepRE().Split(val, -1) {
 		if s == "" {
 			continue
 		}
 		be := bootstrapEntry{text: s}
-		m := javaHostPortRE.FindStringSubmatch(s)
+		m := javaHostPortRE().FindStringSubmatch(s)
 		if m == nil {
 			be.bad = "Invalid url in bootstrap.servers: " + s + " (want host:port)"
 			out = append(out, be)
@@ -65,7 +68,7 @@ func parseJavaBootstrap(val string) []bootstrapEntry {
 	return out
 }
 
-var libHostRE = regexp.MustCompile(`^[0-9A-Za-z\-._%]+$`)
+var libHostRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9A-Za-z\-._%]+$`) })
 
 // parseLibBootstrap parses a librdkafka broker list: comma-separated
 // [proto://]host[:port], the port defaulting to 9092, IPv6 in brackets.
@@ -104,7 +107,7 @@ func parseLibBootstrap(val string) []bootstrapEntry {
 			hostPart, portPart = rest[:i], rest[i+1:]
 		}
 		be.host = hostPart
-		if hostPart == "" || (!libHostRE.MatchString(hostPart) && net.ParseIP(hostPart) == nil) {
+		if hostPart == "" || (!libHostRE().MatchString(hostPart) && net.ParseIP(hostPart) == nil) {
 			be.bad = "invalid host in broker list: " + s
 		} else if portPart != "" || strings.HasSuffix(rest, ":") {
 			p, err := strconv.Atoi(portPart)

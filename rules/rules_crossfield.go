@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kdiag/kdiag/config"
 )
@@ -349,7 +350,7 @@ func isSASL(proto string) bool {
 }
 
 // jaasModuleRE finds the login module class of a JAAS entry.
-var jaasModuleRE = regexp.MustCompile(`([A-Za-z_$][A-Za-z0-9_$.]*LoginModule)\b`)
+var jaasModuleRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([A-Za-z_$][A-Za-z0-9_$.]*LoginModule)\b`) })
 
 // mechanismsFor maps a login module to the SASL mechanisms it serves.
 func mechanismsFor(module string) []string {
@@ -407,7 +408,7 @@ var kd307 = &Rule{
 		if !ok {
 			return
 		}
-		m := jaasModuleRE.FindStringSubmatch(jaas.Value)
+		m := jaasModuleRE().FindStringSubmatch(jaas.Value)
 		if m == nil {
 			return
 		}

@@ -17,7 +17,7 @@ import (
 // DataSize ("16KB"), which Spring converts before the producer sees them.
 var springDataSizeKeys = map[string]bool{"batch.size": true, "buffer.memory": true}
 
-var dataSizeRE = regexp.MustCompile(`^\d+\s*(B|KB|MB|GB|TB)?$`)
+var dataSizeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+\s*(B|KB|MB|GB|TB)?$`) })
 
 // springTyped reports whether a Spring entry is one of Spring's own typed
 // settings (spring.kafka.producer.batch-size), not a raw producer property
@@ -38,7 +38,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *valueProblem {
 	val := strings.TrimSpace(e.Value)
 	key := name(e)
 	if spring && springTyped(e) && springDataSizeKeys[e.Key] {
-		if dataSizeRE.MatchString(val) {
+		if dataSizeRE().MatchString(val) {
 			return nil
 		}
 		return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, e.Value)}

@@ -78,7 +78,7 @@ var kd502 = &Rule{
 			if e.Key != "sasl.jaas.config" {
 				continue
 			}
-			for _, m := range jaasOptionRE.FindAllStringSubmatch(e.Value, -1) {
+			for _, m := range jaasOptionRE().FindAllStringSubmatch(e.Value, -1) {
 				opt := m[1]
 				if !containsFold(jaasCredentialOptions, opt) {
 					continue

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kdiag/kdiag/internal/cmd/root"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/shirou/gopsutil/v4/process"
 )
 
 func main() {
@@ -16,6 +17,12 @@ func main() {
 }
 
 func run() int {
+	// One run reads one proc root, so the host's boot time cannot change
+	// under it: without the cache gopsutil re-reads it for every process
+	// whose start time kdiag asks for. It is a process-wide switch, so it
+	// is set here and not by the library packages (whose tests point at
+	// fixture trees with boot times of their own).
+	process.EnableBootTimeCache(true)
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]

@@ -3,6 +3,7 @@ package output
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/kdiag/kdiag/rules"
 )
@@ -20,11 +21,11 @@ const secretValue = `("[^"]*"|'[^']*'|[^\s;"',]+)`
 // evidenceAssign finds a secret assignment in evidence, which is text from
 // the file: `ssl.key.password=x`, a JAAS option `password="x"`, a YAML
 // `password: x`. Group 3 is the value.
-var evidenceAssign = regexp.MustCompile(secretName + `(\s*[=:]\s*)` + secretValue)
+var evidenceAssign = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(secretName + `(\s*[=:]\s*)` + secretValue) })
 
 // textAssign finds one in a message or fix, prose where "key: ..." is how a
 // message starts, so only "=" counts.
-var textAssign = regexp.MustCompile(secretName + `(\s*=\s*)` + secretValue)
+var textAssign = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(secretName + `(\s*=\s*)` + secretValue) })
 
 // secretKey reports whether a config key holds a secret (the Java client's
 // PASSWORD-type configs and librdkafka's equivalents). The engine's
@@ -54,7 +55,7 @@ func scrub(f rules.Finding) rules.Finding {
 	redactIn := func(re *regexp.Regexp, s string) string {
 		return re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := re.FindStringSubmatch(m)
-			if re == evidenceAssign {
+			if re == evidenceAssign() {
 				assigned = true
 			}
 			v := sub[3]
@@ -71,9 +72,9 @@ func scrub(f rules.Finding) rules.Finding {
 			return sub[1] + sub[2] + q + mask + q
 		})
 	}
-	ev := redactIn(evidenceAssign, f.Evidence)
-	msg := redactIn(textAssign, f.Message)
-	fix := redactIn(textAssign, f.Fix)
+	ev := redactIn(evidenceAssign(), f.Evidence)
+	msg := redactIn(textAssign(), f.Message)
+	fix := redactIn(textAssign(), f.Fix)
 	if secretKey(f.Key) && !strings.Contains(strings.ToLower(f.Key), "jaas") && !assigned && ev != "" && ev != mask {
 		// A secret key's evidence with no recognisable assignment in it is
 		// the value itself.

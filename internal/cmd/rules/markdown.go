@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kdiag/kdiag/rules"
 )
@@ -190,13 +191,15 @@ func example(fsys fs.FS, id string) (name, text string, err error) {
 
 // exampleLine is a properties or YAML line: indent, key, separator, value,
 // and a trailing "# want" comment.
-var exampleLine = regexp.MustCompile(`^(\s*"?\[?)([A-Za-z0-9_.\-]+)(\]?"?\s*[=:]\s*)(.*?)(\s+#\s*want\b.*)?(\n?)$`)
+var exampleLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\s*"?\[?)([A-Za-z0-9_.\-]+)(\]?"?\s*[=:]\s*)(.*?)(\s+#\s*want\b.*)?(\n?)$`)
+})
 
 // redactLine hides the value of a secret key in an example: the test cases
 // hold made-up passwords, but kdiag prints no password-type value, even a
 // made-up one.
 func redactLine(l string) string {
-	m := exampleLine.FindStringSubmatch(l)
+	m := exampleLine().FindStringSubmatch(l)
 	if m == nil || !rules.IsSecretKey(m[2]) || m[4] == "" {
 		return l
 	}

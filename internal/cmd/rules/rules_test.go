@@ -273,7 +273,7 @@ func TestRedactLine(t *testing.T) {
 func TestExamplesShowNoSecret(t *testing.T) {
 	for id, ex := range ruleExamples {
 		for _, l := range strings.Split(ex.Text, "\n") {
-			if m := exampleLine.FindStringSubmatch(l); m != nil && rules.IsSecretKey(m[2]) && m[4] != "" && !strings.Contains(m[4], rules.Redacted) {
+			if m := exampleLine().FindStringSubmatch(l); m != nil && rules.IsSecretKey(m[2]) && m[4] != "" && !strings.Contains(m[4], rules.Redacted) {
 				t.Errorf("%s example shows %s's value: %q", id, m[2], l)
 			}
 		}

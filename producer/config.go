@@ -1,12 +1,15 @@
 package producer
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kdiag/kdiag/rules"
 )
 
 // ReaderMode says how a connection meets the broker's FIN (see the package
@@ -144,7 +147,9 @@ const (
 
 // ParseConfig builds a Config from properties (key to value, as
 // config.File.Map returns them). A bad value is an error naming the key, the
-// value and what is expected; unknown keys land in Config.Ignored.
+// value and what is expected; for a key of the Java client it is the message
+// kdiag lint reports for the same value (rules.CheckJavaValue). Unknown keys
+// land in Config.Ignored, unchecked: kdiag lint is the place to check them.
 func ParseConfig(props map[string]string) (Config, error) {
 	return parseConfig(props, func(key string) string { return "" })
 }
@@ -159,100 +164,25 @@ func parseConfig(props map[string]string, where func(key string) string) (Config
 	}
 	sort.Strings(keys)
 	var errs []string
-	bad := func(key, val, want string) {
-		errs = append(errs, fmt.Sprintf("%s%s: %q is not %s", where(key), key, val, want))
-	}
 	for _, k := range keys {
-		v := strings.TrimSpace(props[k])
-		var err error
-		switch k {
-		case "bootstrap.servers":
-			c.BootstrapServers = nil
-			for _, s := range strings.Split(v, ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					c.BootstrapServers = append(c.BootstrapServers, s)
-				}
-			}
-			for _, s := range c.BootstrapServers {
-				if err := checkHostPort(s); err != nil {
-					errs = append(errs, fmt.Sprintf("%s%s: %q: %v", where(k), k, s, err))
-				}
-			}
-		case "client.id":
-			c.ClientID = v
-		case "acks":
-			switch v {
-			case "all", "-1":
-				c.Acks = -1
-			case "0":
-				c.Acks = 0
-			case "1":
-				c.Acks = 1
-			default:
-				bad(k, v, "a valid acks value (want all, -1, 0 or 1)")
-			}
-		case "linger.ms":
-			c.Linger, err = msValue(v, 0)
-		case "batch.size":
-			c.BatchSize, err = intValue(v, 0)
-		case "buffer.memory":
-			var n int
-			n, err = intValue(v, 0)
-			c.BufferMemory = int64(n)
-		case "max.block.ms":
-			c.MaxBlock, err = msValue(v, 0)
-		case "max.request.size":
-			c.MaxRequestSize, err = intValue(v, 0)
-		case "request.timeout.ms":
-			c.RequestTimeout, err = msValue(v, 0)
-		case "delivery.timeout.ms":
-			c.DeliveryTimeout, err = msValue(v, 0)
-		case "retries":
-			c.Retries, err = intValue(v, 0)
-		case "retry.backoff.ms":
-			c.RetryBackoff, err = msValue(v, 0)
-		case "retry.backoff.max.ms":
-			c.RetryBackoffMax, err = msValue(v, 0)
-		case "max.in.flight.requests.per.connection":
-			c.MaxInFlight, err = intValue(v, 1)
-		case "metadata.max.age.ms":
-			c.MetadataMaxAge, err = msValue(v, 0)
-		case "connections.max.idle.ms":
-			c.ConnectionsMaxIdle, err = msValue(v, math.MinInt64)
-		case "reconnect.backoff.ms":
-			c.ReconnectBackoff, err = msValue(v, 0)
-		case "reconnect.backoff.max.ms":
-			c.ReconnectBackoffMax, err = msValue(v, 0)
-		case "socket.connection.setup.timeout.ms":
-			c.SocketConnectionSetupTimeout, err = msValue(v, 0)
-		case "compression.type":
-			switch v {
-			case "none", "gzip", "snappy", "lz4", "zstd":
-				c.CompressionType = v
-			default:
-				bad(k, v, "a compression type (want none, gzip, snappy, lz4 or zstd)")
-			}
-		case "enable.idempotence":
-			c.EnableIdempotence, err = boolValue(v)
-		case "allow.auto.create.topics":
-			c.AllowAutoTopicCreation, err = boolValue(v)
-		case "security.protocol":
-			if !strings.EqualFold(v, "PLAINTEXT") {
-				errs = append(errs, fmt.Sprintf("%s%s: %q is not implemented by kdiag's producer (want PLAINTEXT)", where(k), k, v))
-			}
-		case KeyReader:
-			c.Reader, err = ParseReaderMode(v)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s%s: %v", where(k), k, err))
-				err = nil
-			}
-		case KeyCallbackDelay:
-			c.CallbackDelay, err = msValue(v, 0)
-		default:
+		if !keySet[k] {
 			c.Ignored = append(c.Ignored, k)
+			continue
 		}
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s%s: %q is not %v", where(k), k, v, err))
+		// The catalog's type and validator first, so that a value kdiag
+		// lint reports is refused here in the same words; c.set adds what
+		// the producer needs on top and converts.
+		err := rules.CheckJavaValue(k, props[k])
+		if err == nil {
+			err = c.set(k, props[k])
+		}
+		// set reports each bad bootstrap server on its own (errors.Join).
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				errs = append(errs, where(k)+e.Error())
+			}
+		} else if err != nil {
+			errs = append(errs, where(k)+err.Error())
 		}
 	}
 	if len(errs) > 0 {
@@ -298,13 +228,12 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bootstrap.servers: %q: %v", s, err)
 		}
 	}
-	if c.MaxInFlight < 1 {
-		return fmt.Errorf("max.in.flight.requests.per.connection: %d is not at least 1", c.MaxInFlight)
+	// A Config built in code gets the catalog's checks, and words, too.
+	if err := rules.CheckJavaValue("max.in.flight.requests.per.connection", strconv.Itoa(c.MaxInFlight)); err != nil {
+		return err
 	}
-	switch c.Acks {
-	case -1, 0, 1:
-	default:
-		return fmt.Errorf("acks: %d is not a valid acks value (want all, -1, 0 or 1)", c.Acks)
+	if err := rules.CheckJavaValue("acks", strconv.Itoa(int(c.Acks))); err != nil {
+		return err
 	}
 	if _, err := compressor(c.CompressionType); err != nil {
 		return err
@@ -326,14 +255,135 @@ func checkHostPort(s string) error {
 	return nil
 }
 
-// msValue reads a Java LONG of milliseconds, at least min.
-func msValue(v string, min int64) (time.Duration, error) {
+// set stores the value of key, one of keySet, whose value the catalog has
+// accepted (rules.CheckJavaValue). It refuses what this producer does not
+// implement or that its own keys (kdiag.*, and allow.auto.create.topics,
+// which the Java producer does not have) do not allow. Its messages start
+// with the key, as the catalog's do.
+func (c *Config) set(key, raw string) error {
+	v := strings.TrimSpace(raw)
+	var err error
+	switch key {
+	case "bootstrap.servers":
+		c.BootstrapServers = nil
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				c.BootstrapServers = append(c.BootstrapServers, s)
+			}
+		}
+		var bad []error
+		for _, s := range c.BootstrapServers {
+			if err := checkHostPort(s); err != nil {
+				bad = append(bad, fmt.Errorf("%s: %q: %v", key, s, err))
+			}
+		}
+		return errors.Join(bad...)
+	case "client.id":
+		c.ClientID = v
+	case "acks":
+		if v == "all" {
+			v = "-1"
+		}
+		var n int64
+		n, err = integer(key, raw, v)
+		c.Acks = int16(n)
+	case "linger.ms":
+		c.Linger, err = millis(key, raw, v)
+	case "batch.size":
+		c.BatchSize, err = intOf(key, raw, v)
+	case "buffer.memory":
+		c.BufferMemory, err = integer(key, raw, v)
+	case "max.block.ms":
+		c.MaxBlock, err = millis(key, raw, v)
+	case "max.request.size":
+		c.MaxRequestSize, err = intOf(key, raw, v)
+	case "request.timeout.ms":
+		c.RequestTimeout, err = millis(key, raw, v)
+	case "delivery.timeout.ms":
+		c.DeliveryTimeout, err = millis(key, raw, v)
+	case "retries":
+		c.Retries, err = intOf(key, raw, v)
+	case "retry.backoff.ms":
+		c.RetryBackoff, err = millis(key, raw, v)
+	case "retry.backoff.max.ms":
+		c.RetryBackoffMax, err = millis(key, raw, v)
+	case "max.in.flight.requests.per.connection":
+		c.MaxInFlight, err = intOf(key, raw, v)
+	case "metadata.max.age.ms":
+		c.MetadataMaxAge, err = millis(key, raw, v)
+	case "connections.max.idle.ms":
+		c.ConnectionsMaxIdle, err = millis(key, raw, v)
+	case "reconnect.backoff.ms":
+		c.ReconnectBackoff, err = millis(key, raw, v)
+	case "reconnect.backoff.max.ms":
+		c.ReconnectBackoffMax, err = millis(key, raw, v)
+	case "socket.connection.setup.timeout.ms":
+		// Java has no validator here, but a negative setup timeout
+		// would expire every connection attempt at once.
+		c.SocketConnectionSetupTimeout, err = nonNegativeMillis(key, raw, v)
+	case "compression.type":
+		if _, err := compressor(v); err != nil {
+			return err
+		}
+		c.CompressionType = v
+	case "enable.idempotence":
+		c.EnableIdempotence, err = boolean(key, raw, v)
+	case "allow.auto.create.topics":
+		c.AllowAutoTopicCreation, err = boolean(key, raw, v)
+	case "security.protocol":
+		if !strings.EqualFold(v, "PLAINTEXT") {
+			return fmt.Errorf("%s: %q is not implemented by kdiag's producer (want PLAINTEXT)", key, raw)
+		}
+	case KeyReader:
+		c.Reader, err = ParseReaderMode(v)
+		if err != nil {
+			return fmt.Errorf("%s: %v", key, err)
+		}
+	case KeyCallbackDelay:
+		c.CallbackDelay, err = nonNegativeMillis(key, raw, v)
+	default:
+		// keySet and this switch disagree: a defect, not the user's.
+		return fmt.Errorf("%s: not implemented by kdiag's producer", key)
+	}
+	return err
+}
+
+// keySet holds the keys ParseConfig uses (Keys lists them).
+var keySet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range keyList {
+		m[k] = true
+	}
+	return m
+}()
+
+// The parsers below take the key, the value as written (for messages,
+// quoted as kdiag lint quotes it) and the value trimmed. For a catalog key
+// the catalog has already checked the value, so they only convert; for
+// kdiag's own keys they are the whole check, in the catalog's words.
+
+// integer reads a whole number (Java LONG).
+func integer(key, raw, v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("a number of milliseconds")
+		return 0, fmt.Errorf("%s: %q is not a whole number", key, raw)
 	}
-	if n < min {
-		return 0, fmt.Errorf("a number of milliseconds of at least %d", min)
+	return n, nil
+}
+
+// intOf is integer for an int field. The catalog has bounded every key
+// read this way to a Java INT, so the value fits.
+func intOf(key, raw, v string) (int, error) {
+	n, err := integer(key, raw, v)
+	return int(n), err
+}
+
+// millis reads a whole number of milliseconds, as a Duration clamped to what
+// a Duration holds (Java's Long.MAX_VALUE ms is "forever" either way).
+func millis(key, raw, v string) (time.Duration, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a number of milliseconds", key, raw)
 	}
 	if n > math.MaxInt64/int64(time.Millisecond) {
 		n = math.MaxInt64 / int64(time.Millisecond)
@@ -344,25 +394,23 @@ func msValue(v string, min int64) (time.Duration, error) {
 	return time.Duration(n) * time.Millisecond, nil
 }
 
-// intValue reads a Java INT, at least min.
-func intValue(v string, min int) (int, error) {
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("an integer (32-bit)")
+// nonNegativeMillis is millis for keys where kdiag's producer needs at
+// least 0.
+func nonNegativeMillis(key, raw, v string) (time.Duration, error) {
+	d, err := millis(key, raw, v)
+	if err == nil && d < 0 {
+		return 0, fmt.Errorf("%s: %s is out of range: kdiag's producer requires at least 0", key, v)
 	}
-	if int(n) < min {
-		return 0, fmt.Errorf("an integer of at least %d", min)
-	}
-	return int(n), nil
+	return d, err
 }
 
-// boolValue reads a Java BOOLEAN, which is case-insensitive true or false.
-func boolValue(v string) (bool, error) {
+// boolean reads a Java BOOLEAN: true or false in any case.
+func boolean(key, raw, v string) (bool, error) {
 	switch strings.ToLower(v) {
 	case "true":
 		return true, nil
 	case "false":
 		return false, nil
 	}
-	return false, fmt.Errorf("a boolean (want true or false)")
+	return false, fmt.Errorf("%s: %q is not true or false", key, raw)
 }

@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kdiag/kdiag/config"
+	"github.com/kdiag/kdiag/rules"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -66,12 +70,19 @@ func TestParseConfig(t *testing.T) {
 			want:  func(c *Config) { c.Ignored = []string{"foo.bar", "key.serializer"} },
 		},
 		{name: "bad ms", props: map[string]string{"connections.max.idle.ms": "9m"}, wantErr: `connections.max.idle.ms: "9m" is not a number of milliseconds`},
-		{name: "negative linger", props: map[string]string{"linger.ms": "-1"}, wantErr: `linger.ms: "-1" is not a number of milliseconds of at least 0`},
-		{name: "bad int", props: map[string]string{"batch.size": "16k"}, wantErr: `batch.size: "16k" is not an integer (32-bit)`},
-		{name: "in flight 0", props: map[string]string{"max.in.flight.requests.per.connection": "0"}, wantErr: "an integer of at least 1"},
-		{name: "bad acks", props: map[string]string{"acks": "2"}, wantErr: `acks: "2" is not a valid acks value (want all, -1, 0 or 1)`},
-		{name: "bad bool", props: map[string]string{"enable.idempotence": "yes"}, wantErr: `enable.idempotence: "yes" is not a boolean (want true or false)`},
-		{name: "bad compression", props: map[string]string{"compression.type": "brotli"}, wantErr: `compression.type: "brotli" is not a compression type`},
+		{name: "negative linger", props: map[string]string{"linger.ms": "-1"}, wantErr: `linger.ms: -1 is out of range: the Java client requires at least 0`},
+		{name: "bad int", props: map[string]string{"batch.size": "16k"}, wantErr: `batch.size: "16k" is not a number of bytes`},
+		{name: "in flight 0", props: map[string]string{"max.in.flight.requests.per.connection": "0"}, wantErr: "max.in.flight.requests.per.connection: 0 is out of range: the Java client requires at least 1"},
+		{name: "bad acks", props: map[string]string{"acks": "2"}, wantErr: `acks: "2" is not one of all, -1, 0, 1: the producer throws ConfigException`},
+		{name: "bad bool", props: map[string]string{"enable.idempotence": "yes"}, wantErr: `enable.idempotence: "yes" is not true or false`},
+		{name: "bad compression", props: map[string]string{"compression.type": "brotli"}, wantErr: `compression.type: "brotli" is not one of none, gzip, snappy, lz4, zstd`},
+		{name: "int too big", props: map[string]string{"batch.size": "3000000000"}, wantErr: `batch.size: "3000000000" does not fit a 32-bit integer`},
+		{name: "long buffer.memory", props: map[string]string{"buffer.memory": "3000000000"}, want: func(c *Config) { c.BufferMemory = 3000000000 }},
+		{name: "negative setup timeout", props: map[string]string{"socket.connection.setup.timeout.ms": "-1"}, wantErr: `socket.connection.setup.timeout.ms: -1 is out of range: kdiag's producer requires at least 0`},
+		{name: "bad callback delay", props: map[string]string{"kdiag.callback.delay.ms": "1s"}, wantErr: `kdiag.callback.delay.ms: "1s" is not a number of milliseconds`},
+		{name: "bad auto create", props: map[string]string{"allow.auto.create.topics": "no"}, wantErr: `allow.auto.create.topics: "no" is not true or false`},
+		{name: "unknown protocol", props: map[string]string{"security.protocol": "TLS"}, wantErr: `security.protocol: "TLS" is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL`},
+		{name: "two bad servers", props: map[string]string{"bootstrap.servers": "a,b"}, wantErr: `bootstrap.servers: "a": not host:port; bootstrap.servers: "b": not host:port`},
 		{name: "bad reader", props: map[string]string{"kdiag.reader": "epoll"}, wantErr: `kdiag.reader: "epoll" is not a reader mode (want poll or on-demand)`},
 		{name: "bad server", props: map[string]string{"bootstrap.servers": "localhost"}, wantErr: `bootstrap.servers: "localhost": not host:port`},
 		{name: "bad port", props: map[string]string{"bootstrap.servers": "h:99999"}, wantErr: `bootstrap.servers: "h:99999": invalid port`},
@@ -84,7 +95,7 @@ func TestParseConfig(t *testing.T) {
 		{
 			name:    "every bad value reported",
 			props:   map[string]string{"linger.ms": "x", "acks": "y"},
-			wantErr: `acks: "y" is not a valid acks value (want all, -1, 0 or 1); linger.ms: "x" is not a number of milliseconds`,
+			wantErr: `acks: "y" is not one of all, -1, 0, 1: the producer throws ConfigException; linger.ms: "x" is not a number of milliseconds`,
 		},
 	}
 	for _, tt := range tests {
@@ -106,6 +117,74 @@ func TestParseConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConfigErrorsAreLintFindings: for a value kdiag lint rejects, the
+// producer's error (from a file and from a map) is the lint finding's
+// message, word for word, so that kdiag lint and kdiag produce never
+// disagree about a value or describe it differently.
+func TestConfigErrorsAreLintFindings(t *testing.T) {
+	tests := []struct {
+		line     string // key=value as written in the file
+		wantRule string
+	}{
+		{"linger.ms=5s", "KD401"},
+		{"linger.ms=5s  ", "KD401"}, // Properties keep trailing blanks; both quote them
+		{"request.timeout.ms=30s", "KD401"},
+		{"batch.size=16k", "KD401"},
+		{"batch.size=3000000000", "KD401"},
+		{"enable.idempotence=yes", "KD401"},
+		{"linger.ms=-1", "KD402"},
+		{"buffer.memory=-5", "KD402"},
+		{"retries=-1", "KD402"},
+		{"max.in.flight.requests.per.connection=0", "KD402"},
+		{"compression.type=GZIP", "KD403"},
+		{"compression.type=brotli", "KD403"},
+		{"security.protocol=TLS", "KD403"},
+		{"acks=2", "KD308"},
+		{"acks=ALL", "KD308"},
+	}
+	dir := t.TempDir()
+	for i, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			key, _, _ := strings.Cut(tt.line, "=")
+			src := "bootstrap.servers=127.0.0.1:9092\n" + tt.line + "\n"
+			path := filepath.Join(dir, fmt.Sprintf("p%d.properties", i))
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := config.Parse(path, []byte(src), config.Java)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lint []rules.Finding
+			for _, x := range rules.LintFile(f, rules.DefaultOptions()) {
+				if x.Key == key && x.Severity == rules.Error {
+					lint = append(lint, x)
+				}
+			}
+			if len(lint) != 1 || lint[0].RuleID != tt.wantRule {
+				t.Fatalf("lint findings for %s: %+v, want one %s", key, lint, tt.wantRule)
+			}
+			msg := lint[0].Message
+
+			_, err = LoadConfig(path)
+			if got, want := errText(err), fmt.Sprintf("%s:%d: %s", path, lint[0].Pos.Line, msg); got != want {
+				t.Errorf("LoadConfig error\n got %s\nwant %s", got, want)
+			}
+			_, err = ParseConfig(map[string]string{key: f.Map()[key]})
+			if got := errText(err); got != msg {
+				t.Errorf("ParseConfig error\n got %s\nwant %s", got, msg)
+			}
+		})
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
 }
 
 // TestKeysAreParsed: every key Keys lists is one ParseConfig uses.

@@ -69,12 +69,15 @@ func ParseOverrides(sets []string) (map[string]string, error) {
 
 // Keys returns the keys ParseConfig understands, sorted (for help texts).
 func Keys() []string {
-	ks := []string{"bootstrap.servers", "client.id", "acks", "linger.ms", "batch.size", "buffer.memory",
-		"max.block.ms", "max.request.size", "request.timeout.ms", "delivery.timeout.ms", "retries",
-		"retry.backoff.ms", "retry.backoff.max.ms", "max.in.flight.requests.per.connection",
-		"metadata.max.age.ms", "connections.max.idle.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
-		"socket.connection.setup.timeout.ms", "compression.type", "enable.idempotence",
-		"allow.auto.create.topics", "security.protocol", KeyReader, KeyCallbackDelay}
+	ks := append([]string(nil), keyList...)
 	sort.Strings(ks)
 	return ks
 }
+
+// keyList is every key ParseConfig understands.
+var keyList = []string{"bootstrap.servers", "client.id", "acks", "linger.ms", "batch.size", "buffer.memory",
+	"max.block.ms", "max.request.size", "request.timeout.ms", "delivery.timeout.ms", "retries",
+	"retry.backoff.ms", "retry.backoff.max.ms", "max.in.flight.requests.per.connection",
+	"metadata.max.age.ms", "connections.max.idle.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+	"socket.connection.setup.timeout.ms", "compression.type", "enable.idempotence",
+	"allow.auto.create.topics", "security.protocol", KeyReader, KeyCallbackDelay}

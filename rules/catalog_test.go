@@ -151,7 +151,7 @@ func TestJavaCatalogConsistent(t *testing.T) {
 			}
 			e := config.Entry{Key: s.Name, RawKey: s.Name, Value: d}
 			if vp := checkJavaValue(e, s, false); vp != nil && !(s.NonEmpty && d == "") {
-				t.Errorf("%s: %s default %q fails its own checks: %s %s", s.Name, ver, d, vp.rule, vp.msg)
+				t.Errorf("%s: %s default %q fails its own checks: %s %s", s.Name, ver, d, vp.Rule, vp.Msg)
 			}
 		}
 	}
@@ -168,7 +168,7 @@ func TestLibrdkafkaCatalogConsistent(t *testing.T) {
 		}
 		e := config.Entry{Key: s.Name, RawKey: s.Name, Value: s.Default}
 		if vp := checkLibValue(e, s); vp != nil {
-			t.Errorf("%s: default %q fails its own range: %s", s.Name, s.Default, vp.msg)
+			t.Errorf("%s: default %q fails its own range: %s", s.Name, s.Default, vp.Msg)
 		}
 	}
 	tests := []struct {
@@ -348,6 +348,61 @@ func TestBrokerIdleFromFile(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("got %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckJavaValue: CheckJavaValue rejects what the value rules (and
+// KD308) report, with the finding's rule and message, and accepts what they
+// accept.
+func TestCheckJavaValue(t *testing.T) {
+	tests := []struct {
+		key, value string
+		wantRule   string // "" means valid
+	}{
+		{"linger.ms", "5s", "KD401"},
+		{"batch.size", "3000000000", "KD401"},
+		{"enable.idempotence", "yes", "KD401"},
+		{"linger.ms", "-1", "KD402"},
+		{"max.in.flight.requests.per.connection", "0", "KD402"},
+		{"retries", "-3", "KD402"},
+		{"compression.type", "GZIP", "KD403"},
+		{"security.protocol", "TLS", "KD403"},
+		{"acks", "2", "KD308"},
+		{"acks", "ALL", "KD308"},
+		{"linger.ms", " 20 ", ""},
+		{"connections.max.idle.ms", "-1", ""},
+		{"security.protocol", "plaintext", ""},
+		{"acks", "all", ""},
+		{"no.such.key", "x", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			err := CheckJavaValue(tt.key, tt.value)
+			f := parse(t, "p.properties", tt.key+"="+tt.value+"\n", config.Java)
+			var lint []Finding
+			for _, x := range LintFile(f, DefaultOptions()) {
+				if x.Key == tt.key && (strings.HasPrefix(x.RuleID, "KD40") && x.RuleID != "KD404" || x.RuleID == "KD308") {
+					lint = append(lint, x)
+				}
+			}
+			if tt.wantRule == "" {
+				if err != nil || len(lint) != 0 {
+					t.Fatalf("CheckJavaValue = %v, lint %v; want both to accept", err, lint)
+				}
+				return
+			}
+			var ve *ValueError
+			if !errors.As(err, &ve) {
+				t.Fatalf("CheckJavaValue = %v, want a *ValueError", err)
+			}
+			if len(lint) != 1 {
+				t.Fatalf("lint findings %v, want one %s", lint, tt.wantRule)
+			}
+			want := &ValueError{Rule: lint[0].RuleID, Msg: lint[0].Message}
+			if diff := cmp.Diff(want, ve); diff != "" || ve.Rule != tt.wantRule {
+				t.Errorf("CheckJavaValue vs lint (-want +got):\n%s (want rule %s)", diff, tt.wantRule)
 			}
 		})
 	}

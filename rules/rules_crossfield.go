@@ -469,15 +469,23 @@ var kd308 = &Rule{
 			if e.Key != "acks" {
 				continue
 			}
-			val := strings.TrimSpace(e.Value)
-			if containsString([]string{"all", "-1", "0", "1"}, val) {
-				continue
+			if ve := checkAcks(e); ve != nil {
+				p.reportValue(e, 0, ve.Msg, "")
 			}
-			hint := ""
-			if strings.EqualFold(val, "all") {
-				hint = " (values are case-sensitive: write all)"
-			}
-			p.reportValue(e, 0, fmt.Sprintf("%s: %q is not one of all, -1, 0, 1%s: the producer throws ConfigException", name(e), e.Value, hint), "")
 		}
 	},
+}
+
+// checkAcks is KD308's check of one acks entry; checkJavaValue (and so
+// CheckJavaValue) uses it too, which the value rules then leave to KD308.
+func checkAcks(e config.Entry) *ValueError {
+	val := strings.TrimSpace(e.Value)
+	if containsString([]string{"all", "-1", "0", "1"}, val) {
+		return nil
+	}
+	hint := ""
+	if strings.EqualFold(val, "all") {
+		hint = " (values are case-sensitive: write all)"
+	}
+	return &ValueError{"KD308", fmt.Sprintf("%s: %q is not one of all, -1, 0, 1%s: the producer throws ConfigException", name(e), e.Value, hint)}
 }

@@ -26,22 +26,52 @@ func springTyped(e config.Entry) bool {
 	return !strings.Contains(e.RawKey, ".properties.") && !strings.Contains(e.RawKey, ".properties[")
 }
 
-// valueProblem is how an entry's value fails its key's type or validator.
-type valueProblem struct {
-	rule string // KD401, KD402 or KD403
-	msg  string
+// ValueError is how a value fails its key's type or validator: the rule that
+// reports it and the finding's message. kdiag lint and kdiag's producer both
+// build their errors from it, so that a value is rejected in the same words
+// everywhere.
+type ValueError struct {
+	// Rule is the lint rule that reports the value: KD401 (not of the key's
+	// type), KD402 (out of range), KD403 (not an allowed value) or KD308
+	// (acks).
+	Rule string
+	// Msg is the finding's message, starting with the key:
+	// `linger.ms: "5s" is not a number of milliseconds`.
+	Msg string
+}
+
+// Error returns the finding's message.
+func (e *ValueError) Error() string { return e.Msg }
+
+// CheckJavaValue checks value for the Java producer config key as the Java
+// client's ConfigDef does (parse by type, then the validator) and returns the
+// problem as a *ValueError whose text is the message kdiag lint reports for
+// key=value in a Java .properties file. It returns nil for a valid value and
+// for a key the catalog does not have: what an unknown key means is the
+// caller's to decide. Unlike lint it does not look at the Kafka version: the
+// catalog has one type and validator per key.
+func CheckJavaValue(key, value string) error {
+	s, ok := JavaSetting(key)
+	if !ok {
+		return nil
+	}
+	// A nil *ValueError must not become a non-nil error.
+	if ve := checkJavaValue(config.Entry{Key: key, Value: value}, s, false); ve != nil {
+		return ve
+	}
+	return nil
 }
 
 // checkJavaValue checks a value as ConfigDef would: parse by type, then the
 // validator. spring says the file is a Spring one (typed DataSize settings).
-func checkJavaValue(e config.Entry, s Setting, spring bool) *valueProblem {
+func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 	val := strings.TrimSpace(e.Value)
 	key := name(e)
 	if spring && springTyped(e) && springDataSizeKeys[e.Key] {
 		if dataSizeRE().MatchString(val) {
 			return nil
 		}
-		return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, e.Value)}
+		return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, e.Value)}
 	}
 	var num float64
 	isNum := false
@@ -49,21 +79,21 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *valueProblem {
 	case "INT", "SHORT", "LONG":
 		n, err := parseJavaInt(val, intBits(s.Type))
 		if err == errRange {
-			return &valueProblem{"KD401", fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, e.Value, intBits(s.Type))}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, e.Value, intBits(s.Type))}
 		}
 		if err != nil {
-			return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
 		}
 		num, isNum = float64(n), true
 	case "DOUBLE":
 		f, err := parseJavaDouble(val)
 		if err != nil {
-			return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not a decimal number", key, e.Value)}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a decimal number", key, e.Value)}
 		}
 		num, isNum = f, true
 	case "BOOLEAN":
 		if _, err := parseJavaBool(val); err != nil {
-			return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
 		}
 	}
 	if isNum && (s.HasMin || s.HasMax) {
@@ -75,10 +105,13 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *valueProblem {
 			if len(s.Extra) > 0 {
 				allowed += " (or " + strings.Join(s.Extra, ", ") + ")"
 			}
-			return &valueProblem{"KD402", fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, val, allowed)}
+			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, val, allowed)}
 		}
 	}
-	if len(s.Enum) > 0 && e.Key != "acks" { // acks: KD308
+	if e.Key == "acks" {
+		return checkAcks(e)
+	}
+	if len(s.Enum) > 0 {
 		ok := false
 		for _, x := range s.Enum {
 			if x == val || (s.EnumFold && strings.EqualFold(x, val)) {
@@ -90,17 +123,17 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *valueProblem {
 			if !s.EnumFold && containsFold(s.Enum, val) {
 				hint = " (values are case-sensitive)"
 			}
-			return &valueProblem{"KD403", fmt.Sprintf("%s: %q is not one of %s%s", key, e.Value, strings.Join(s.Enum, ", "), hint)}
+			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s%s", key, e.Value, strings.Join(s.Enum, ", "), hint)}
 		}
 	}
 	if s.NonEmpty && val == "" {
-		return &valueProblem{"KD403", fmt.Sprintf("%s: an empty value is not allowed (the Java client requires a non-empty string)", key)}
+		return &ValueError{"KD403", fmt.Sprintf("%s: an empty value is not allowed (the Java client requires a non-empty string)", key)}
 	}
 	return nil
 }
 
 // checkLibValue checks a value against a librdkafka property's type and range.
-func checkLibValue(e config.Entry, s LibSetting) *valueProblem {
+func checkLibValue(e config.Entry, s LibSetting) *ValueError {
 	val := strings.TrimSpace(e.Value)
 	key := name(e)
 	switch s.Type {
@@ -112,26 +145,26 @@ func checkLibValue(e config.Entry, s LibSetting) *valueProblem {
 		if s.Type == "integer" {
 			n, err := parseJavaInt(val, 32)
 			if err != nil {
-				return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
+				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
 			}
 			f = float64(n)
 		} else {
 			x, err := strconv.ParseFloat(val, 64)
 			if err != nil {
-				return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not a number", key, e.Value)}
+				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a number", key, e.Value)}
 			}
 			f = x
 		}
 		if (s.HasMin && f < s.Min) || (s.HasMax && f > s.Max) {
-			return &valueProblem{"KD402", fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, val, rangeText(s.HasMin, s.HasMax, s.Min, s.Max))}
+			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, val, rangeText(s.HasMin, s.HasMax, s.Min, s.Max))}
 		}
 	case "boolean":
 		if _, err := parseLibBool(val); err != nil {
-			return &valueProblem{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
 		}
 	case "enum value":
 		if !containsFold(s.Enum, val) {
-			return &valueProblem{"KD403", fmt.Sprintf("%s: %q is not one of %s", key, e.Value, strings.Join(s.Enum, ", "))}
+			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s", key, e.Value, strings.Join(s.Enum, ", "))}
 		}
 	}
 	return nil
@@ -148,7 +181,7 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 		Check: func(p *Pass) {
 			v := p.view
 			for _, e := range p.File.Entries {
-				var vp *valueProblem
+				var vp *ValueError
 				if v.dialect == config.Librdkafka {
 					if s, ok := LibrdkafkaSetting(e.Key); ok {
 						vp = checkLibValue(e, s)
@@ -156,8 +189,8 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 				} else if s, ok := JavaSetting(e.Key); ok && s.AvailableIn(v.version) {
 					vp = checkJavaValue(e, s, v.dialect == config.Spring)
 				}
-				if vp != nil && vp.rule == id {
-					p.reportValue(e, 0, vp.msg, "")
+				if vp != nil && vp.Rule == id {
+					p.reportValue(e, 0, vp.Msg, "")
 				}
 			}
 		},

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -94,6 +96,13 @@ func (n *notes) add(format string, args ...any) {
 	}
 }
 
+// merge adds o's notes after n's, in o's order.
+func (n *notes) merge(o *notes) {
+	for _, x := range o.list {
+		n.add("%s", x)
+	}
+}
+
 // nsGroup is one network namespace and the candidate processes in it.
 type nsGroup struct {
 	ino  uint64
@@ -145,11 +154,13 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 
 	var stats []AttributeStats
 	sources := map[string]bool{}
-	for _, g := range groups {
+	for _, d := range s.dumpAll(ctx, groups, source, states, info) {
+		g := d.group
+		n.merge(&d.notes)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		socks, src, err := s.dump(g, source, states, info, &n)
+		socks, src, err := d.socks, d.src, d.err
 		if err != nil {
 			if g.host {
 				return nil, err
@@ -333,7 +344,53 @@ func (s *Scanner) group(pids []int, restricted bool, n *notes) []nsGroup {
 	return out
 }
 
-// dump reads the sockets of one namespace from the chosen source.
+// nsDump is what dump returned for one namespace.
+type nsDump struct {
+	group nsGroup
+	socks []Socket
+	src   string
+	err   error
+	notes notes
+}
+
+// dumpAll dumps every namespace of groups, in groups' order. The dumps are
+// independent kernel walks, each mostly waiting on its own recvmsg, so they
+// run at once (up to GOMAXPROCS): on a host with containers, or a bench run
+// in a private namespace, the host's dump no longer waits for the others.
+// A canceled ctx skips the dumps not yet started.
+func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, states, info StateSet) []nsDump {
+	out := make([]nsDump, len(groups))
+	one := func(i int) {
+		d := &out[i]
+		d.group = groups[i]
+		if err := ctx.Err(); err != nil {
+			d.err = err
+			return
+		}
+		d.socks, d.src, d.err = s.dump(groups[i], source, states, info, &d.notes)
+	}
+	if len(groups) == 1 {
+		one(0)
+		return out
+	}
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range groups {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			one(i)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// dump reads the sockets of one namespace from the chosen source. It is
+// called for several namespaces at once (dumpAll): it reads the Scanner's
+// settings and writes only n and, for the host's namespace, the scratch
+// buffer.
 func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes) ([]Socket, string, error) {
 	useNetlink := source == SourceNetlink || (source == SourceAuto && s.ProcRoot == "/proc")
 	if useNetlink {
@@ -380,7 +437,9 @@ func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes
 // nothing.
 func (s *Scanner) dumpOptions(pid int, states, info StateSet) dumpOptions {
 	o := dumpOptions{info: info, noIPv6: !hasIPv6TCP(s.ProcRoot, pid, states)}
-	if !s.NoCache {
+	if !s.NoCache && pid == 0 {
+		// One buffer, the host's: the namespaces are dumped at once
+		// (dumpAll), and the others' dumps are usually small.
 		o.scratch = &s.scratch
 	}
 	return o
@@ -454,29 +513,54 @@ func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGrou
 			nsOf[p] = g.ino
 		}
 	}
-	out := make([]Process, 0, len(byPID))
+	pids := make([]int, 0, len(byPID))
+	for pid := range byPID {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	out := make([]Process, len(pids))
+	failed := make([]bool, len(pids))
+	// Each process is a handful of small /proc reads (gopsutil, cgroup,
+	// environ, maps), independent of the others: read them on GOMAXPROCS
+	// workers, as attribution does.
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(pids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				pid, t := pids[i], byPID[pids[i]]
+				p, args, err := readProcess(ctx, s.ProcRoot, pid)
+				failed[i] = err != nil
+				if p.NetNS == 0 {
+					p.NetNS = nsOf[pid]
+				}
+				for st, c := range t.states {
+					if c > 0 {
+						p.States[State(st).String()] = c
+					}
+				}
+				p.Kafka = kafkaReason(kafkaEvidence{procRoot: s.ProcRoot, pid: pid, name: p.Name, args: args,
+					brokerSockets: t.brokers, haveBrokers: len(q.Brokers) > 0})
+				out[i] = p
+			}
+		}()
+	}
+	for i := range pids {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 	exited := 0
-	for pid, t := range byPID {
-		p, args, err := readProcess(ctx, s.ProcRoot, pid)
-		if err != nil {
+	for _, f := range failed {
+		if f {
 			exited++
 		}
-		if p.NetNS == 0 {
-			p.NetNS = nsOf[pid]
-		}
-		for st, c := range t.states {
-			if c > 0 {
-				p.States[State(st).String()] = c
-			}
-		}
-		p.Kafka = kafkaReason(kafkaEvidence{procRoot: s.ProcRoot, pid: pid, name: p.Name, args: args,
-			brokerSockets: t.brokers, haveBrokers: len(q.Brokers) > 0})
-		out = append(out, p)
 	}
 	if exited > 0 {
 		n.add("%s exited before their details were read", cmdPlural(exited, "process", "processes"))
 	}
-	slices.SortFunc(out, func(a, b Process) int { return cmp.Compare(a.PID, b.PID) })
 	return out
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -97,7 +98,7 @@ func writeWide(w io.Writer, snap *netstat.Snapshot, v view) error {
 		}
 		age := "-"
 		if s.HasAge {
-			age = fmtAge(s.Age)
+			age = human.Age(s.Age)
 		}
 		rows = append(rows, []string{s.State.String(), s.Local.String(), s.Remote.String(),
 			strconv.FormatUint(uint64(s.RecvQ), 10), strconv.FormatUint(uint64(s.SendQ), 10),
@@ -191,7 +192,7 @@ func oldest(socks []netstat.Socket) string {
 	if !found {
 		return "-"
 	}
-	return fmtAge(max)
+	return human.Age(max)
 }
 
 // remotes names the most frequent remote endpoints, "127.0.0.1:9092 (12)".

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/spf13/cobra"
 )
@@ -235,7 +236,7 @@ func checkLine(snap *netstat.Snapshot, warn, crit int, now time.Time) (int, stri
 	} else {
 		msg = fmt.Sprintf("%d CLOSE_WAIT in pid %d (%s)", max, worst.PID, worst.Name)
 		if age, ok := oldestCloseWait(snap.Sockets, worst.PID); ok {
-			msg += ", oldest " + fmtAge(age)
+			msg += ", oldest " + human.Age(age)
 		}
 	}
 	if unattributed > 0 {
@@ -264,16 +265,4 @@ func oldestCloseWait(socks []netstat.Socket, pid int) (time.Duration, bool) {
 		}
 	}
 	return max, ok
-}
-
-// fmtAge writes a duration as 45s, 3m12s or 2h05m.
-func fmtAge(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%ds", int(d.Seconds()))
 }

@@ -395,17 +395,6 @@ func TestScanJSONRealSockets(t *testing.T) {
 	}
 }
 
-func TestFmtAge(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		0: "0s", 1400 * time.Millisecond: "1s", 59 * time.Second: "59s", 192 * time.Second: "3m12s",
-		2*time.Hour + 5*time.Minute + 30*time.Second: "2h05m",
-	} {
-		if got := fmtAge(d); got != want {
-			t.Errorf("fmtAge(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 // TestScanFixtureProcRoot drives the whole command from a fixture /proc tree
 // (the hidden --proc-root): /proc/net/tcp lines, fd symlinks, and the files
 // gopsutil reads for the process.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/record"
@@ -370,7 +371,7 @@ func (v *liveView) draw(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Dura
 		cw, es, other := lastCounts(p)
 		oldest := "-"
 		if c, ok := p.OldestCloseWait(); ok {
-			oldest = fmtAge(c.AgeAt(a.End))
+			oldest = human.Age(c.AgeAt(a.End))
 		}
 		top := "-"
 		if len(p.Remotes) > 0 {
@@ -418,18 +419,8 @@ func plainLine(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Duration) str
 		fmt.Fprintf(&b, " | %s[%d] close_wait=%d established=%d rate=%+.1f/min verdict=%s", p.Name(), p.Key.PID, pcw, pes,
 			p.CloseWaitRecent.PerMinute, p.CloseWait.Verdict)
 		if c, ok := p.OldestCloseWait(); ok {
-			fmt.Fprintf(&b, " oldest=%s", fmtAge(c.AgeAt(a.End)))
+			fmt.Fprintf(&b, " oldest=%s", human.Age(c.AgeAt(a.End)))
 		}
 	}
 	return b.String()
-}
-
-func fmtAge(d time.Duration) string {
-	switch {
-	case d >= time.Hour:
-		return d.Round(time.Minute).String()
-	case d >= time.Minute:
-		return d.Round(time.Second).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,36 +9,19 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kdiag/kdiag/internal/testio"
 )
 
-// syncBuffer is a bytes.Buffer safe for the broker's goroutines to log into.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startTest starts a cluster on free ports and closes it at the test's end.
-func startTest(t *testing.T, cfg Config) (*Cluster, *syncBuffer) {
+func startTest(t *testing.T, cfg Config) (*Cluster, *testio.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testio.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	if cfg.Ports == nil {
 		n := cfg.Brokers

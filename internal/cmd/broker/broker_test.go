@@ -1,17 +1,16 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/testio"
 )
 
 func TestFlags(t *testing.T) {
@@ -67,7 +66,7 @@ func TestFlags(t *testing.T) {
 }
 
 func TestRunBrokerServesAndReports(t *testing.T) {
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testio.SyncBuffer{}, &testio.SyncBuffer{}
 	io := &cmdutil.IOStreams{Out: out, ErrOut: errOut}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -113,23 +112,4 @@ func TestRunBrokerServesAndReports(t *testing.T) {
 	if !strings.Contains(errOut.String(), "reason=idle") {
 		t.Errorf("stderr lacks the idle close:\n%s", errOut)
 	}
-}
-
-// syncBuffer is a bytes.Buffer the broker's goroutines may log into while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

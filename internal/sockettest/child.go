@@ -2,7 +2,6 @@ package sockettest
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kdiag/kdiag/internal/testio"
 )
 
 // childEnv carries the Spec, as JSON, to the re-executed test binary.
@@ -153,7 +154,9 @@ func StartChild(t testing.TB, spec Spec) *Child {
 	}
 	// Should the test binary die without cleanup, the child dies with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stderr lockedBuffer
+	// exec copies stderr on its own goroutine while an error message may
+	// read it.
+	var stderr testio.SyncBuffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -271,23 +274,4 @@ func runChild(js string, in io.Reader, out io.Writer) error {
 		return errors.New("lifetime over before the parent closed stdin")
 	}
 	return nil
-}
-
-// lockedBuffer is a bytes.Buffer safe for the writes of exec's stderr copier
-// and the reads of an error message.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

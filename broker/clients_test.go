@@ -200,7 +200,10 @@ func TestKgoAfterIdleClose(t *testing.T) {
 	c, _ := startTest(t, Config{Brokers: 1, Idle: idle, Topics: []string{"kgo-idle"}})
 	addrs := c.Addrs()
 	pid := os.Getpid()
-	connIdle := 4 * time.Second
+	// kgo's reaper must not fire while the test looks at the CLOSE_WAIT
+	// sockets (from the broker's close at idle, 1 s, to the checks below):
+	// at 4 s a loaded machine under -race sometimes let it.
+	connIdle := 8 * time.Second
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("kgo-idle"), kgo.ConnIdleTimeout(connIdle))
 	if err != nil {
 		t.Fatal(err)

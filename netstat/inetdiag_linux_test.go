@@ -299,8 +299,9 @@ func TestDumpNetlinkChildSockets(t *testing.T) {
 
 // The dump's cost on this host, with 2,000 CLOSE_WAIT and 2,000 ESTABLISHED
 // sockets of the benchmark's own added: all states against the kernel's
-// filter, and mdlayher/netlink's default buffer (peek each datagram) against
-// dumpBufferSize.
+// filter; mdlayher/netlink's ReceiveIter with its default buffer (peek each
+// datagram) and with dumpBufferSize (a copy of each datagram) against
+// receiveDump (raw-32k, what kdiag uses).
 func BenchmarkDumpNetlink(b *testing.B) {
 	sockettest.CloseWait(b, "tcp4", 2000)
 	sockettest.Established(b, "tcp4", 2000)
@@ -312,23 +313,27 @@ func BenchmarkDumpNetlink(b *testing.B) {
 		name         string
 		states, info StateSet
 		buf          int
+		library      bool
 	}{
-		{"all/buffer-peek", AllStates, AllStates, 0},
-		{"all/buffer-32k", AllStates, AllStates, dumpBufferSize},
-		{"close-wait/buffer-peek", States(CloseWait), States(CloseWait), 0},
-		{"close-wait/buffer-32k", States(CloseWait), States(CloseWait), dumpBufferSize},
+		{"all/library-peek", AllStates, AllStates, 0, true},
+		{"all/library-32k", AllStates, AllStates, dumpBufferSize, true},
+		{"all/raw-32k", AllStates, AllStates, dumpBufferSize, false},
+		{"close-wait/library-peek", States(CloseWait), States(CloseWait), 0, true},
+		{"close-wait/library-32k", States(CloseWait), States(CloseWait), dumpBufferSize, true},
+		{"close-wait/raw-32k", States(CloseWait), States(CloseWait), dumpBufferSize, false},
 		// What kdiag watch asks: tcp_info for CLOSE_WAIT only (a separate
 		// request), or for none (between tcp_info scans), against one
 		// request with tcp_info for both states.
-		{"cw+est/info-both", States(CloseWait, Established), States(CloseWait, Established), dumpBufferSize},
-		{"cw+est/info-cw", States(CloseWait, Established), States(CloseWait), dumpBufferSize},
-		{"cw+est/info-none", States(CloseWait, Established), 0, dumpBufferSize},
+		{"cw+est/info-both", States(CloseWait, Established), States(CloseWait, Established), dumpBufferSize, false},
+		{"cw+est/info-cw", States(CloseWait, Established), States(CloseWait), dumpBufferSize, false},
+		{"cw+est/info-none", States(CloseWait, Established), 0, dumpBufferSize, false},
+		{"cw+est/info-none/library-32k", States(CloseWait, Established), 0, dumpBufferSize, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var n int
 			for b.Loop() {
-				socks, err := dumpNetlink(0, ns, "", bc.states, dumpOptions{info: bc.info}, bc.buf)
+				socks, err := dumpNetlink(0, ns, "", bc.states, dumpOptions{info: bc.info, library: bc.library}, bc.buf)
 				if err != nil {
 					b.Fatal(err)
 				}

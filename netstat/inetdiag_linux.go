@@ -239,40 +239,51 @@ func receiveDump(rc syscall.RawConn, buf []byte, seq uint32, decode func(netlink
 		if flags&unix.MSG_TRUNC != 0 {
 			return errDumpTruncated
 		}
-		for b := buf[:n]; len(b) >= unix.NLMSG_HDRLEN; {
-			var m netlink.Message
-			l := int(binary.NativeEndian.Uint32(b[0:4]))
-			if l < unix.NLMSG_HDRLEN || l > len(b) {
-				return fmt.Errorf("netlink message length %d in a datagram of %d bytes left", l, len(b))
-			}
-			m.Header = netlink.Header{
-				Length:   uint32(l),
-				Type:     netlink.HeaderType(binary.NativeEndian.Uint16(b[4:6])),
-				Flags:    netlink.HeaderFlags(binary.NativeEndian.Uint16(b[6:8])),
-				Sequence: binary.NativeEndian.Uint32(b[8:12]),
-				PID:      binary.NativeEndian.Uint32(b[12:16]),
-			}
-			m.Data = b[unix.NLMSG_HDRLEN:l]
-			b = b[min(len(b), (l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1)):]
-			if m.Header.Sequence != seq {
-				continue // not a reply to this request
-			}
-			switch m.Header.Type {
-			case netlink.Done, netlink.Error:
-				// Both start with an int: 0, or a negative errno.
-				if len(m.Data) >= 4 {
-					if code := int32(binary.NativeEndian.Uint32(m.Data[0:4])); code < 0 {
-						return unix.Errno(-code)
-					}
-				}
-				if m.Header.Type == netlink.Done {
-					return nil
-				}
-				continue // an ACK: nothing to decode
-			}
-			decode(m)
+		if done, err := decodeDatagram(buf[:n], seq, decode); done || err != nil {
+			return err
 		}
 	}
+}
+
+// decodeDatagram calls decode with each message of the dump reply datagram
+// b that answers request seq, and reports whether the dump is done
+// (NLMSG_DONE). An NLMSG_ERROR reply, a DONE carrying an error, or a
+// message whose length runs past the datagram is an error.
+func decodeDatagram(b []byte, seq uint32, decode func(netlink.Message)) (done bool, err error) {
+	for len(b) >= unix.NLMSG_HDRLEN {
+		var m netlink.Message
+		l := int(binary.NativeEndian.Uint32(b[0:4]))
+		if l < unix.NLMSG_HDRLEN || l > len(b) {
+			return false, fmt.Errorf("netlink message length %d in a datagram of %d bytes left", l, len(b))
+		}
+		m.Header = netlink.Header{
+			Length:   uint32(l),
+			Type:     netlink.HeaderType(binary.NativeEndian.Uint16(b[4:6])),
+			Flags:    netlink.HeaderFlags(binary.NativeEndian.Uint16(b[6:8])),
+			Sequence: binary.NativeEndian.Uint32(b[8:12]),
+			PID:      binary.NativeEndian.Uint32(b[12:16]),
+		}
+		m.Data = b[unix.NLMSG_HDRLEN:l]
+		b = b[min(len(b), (l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1)):]
+		if m.Header.Sequence != seq {
+			continue // not a reply to this request
+		}
+		switch m.Header.Type {
+		case netlink.Done, netlink.Error:
+			// Both start with an int: 0, or a negative errno.
+			if len(m.Data) >= 4 {
+				if code := int32(binary.NativeEndian.Uint32(m.Data[0:4])); code < 0 {
+					return false, unix.Errno(-code)
+				}
+			}
+			if m.Header.Type == netlink.Done {
+				return true, nil
+			}
+			continue // an ACK: nothing to decode
+		}
+		decode(m)
+	}
+	return false, nil
 }
 
 // netlinkError wraps a dial, send or receive error, marking with

@@ -71,6 +71,12 @@ type Collector struct {
 
 	mu      sync.Mutex
 	sockets []socketSeries
+	// pending is the last scan's snapshot, not yet aggregated into sockets:
+	// Collect does it, so that a 1 Hz watch scraped every 15 s aggregates
+	// once per scrape rather than once per scan (at 60,000 sockets the
+	// aggregation was 7% of watch's CPU, scraped or not). A Snapshot is
+	// not changed after Scan returns it.
+	pending *netstat.Snapshot
 	procs   []procSeries
 	scanDur float64
 	scans   uint64
@@ -96,7 +102,6 @@ func New() *Collector { return &Collector{} }
 // Update records a successful scan: the snapshot for kdiag_tcp_sockets and
 // the analysis (of the series up to and including it) for ages and growth.
 func (c *Collector) Update(s *netstat.Snapshot, a *analyzer.Analysis, scanDur time.Duration) {
-	sockets := aggregate(s, cmp.Or(c.MaxRemotes, DefaultMaxRemotes))
 	var procs []procSeries
 	if a != nil {
 		for _, p := range a.Processes {
@@ -118,7 +123,7 @@ func (c *Collector) Update(s *netstat.Snapshot, a *analyzer.Analysis, scanDur ti
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sockets, c.procs = sockets, procs
+	c.pending, c.procs = s, procs
 	c.scanDur = scanDur.Seconds()
 	c.scans++
 	c.last = s.Time
@@ -198,6 +203,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.pending != nil {
+		c.sockets, c.pending = aggregate(c.pending, cmp.Or(c.MaxRemotes, DefaultMaxRemotes)), nil
+	}
 	for _, s := range c.sockets {
 		ch <- prometheus.MustNewConstMetric(descSockets, prometheus.GaugeValue, float64(s.n), s.pid, s.process, s.state, s.remote)
 	}

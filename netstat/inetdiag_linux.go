@@ -64,6 +64,9 @@ type dumpOptions struct {
 	// apart and would regrow (by doubling, 60,000 sockets: ~16 MB of
 	// copies) every scan.
 	scratch *[]Socket
+	// seen, when set, is the inode set dedupSockets fills, kept with
+	// scratch by a repeated scan.
+	seen map[uint64]struct{}
 	// library reads the replies through mdlayher/netlink's ReceiveIter
 	// instead of receiveDump: only BenchmarkDumpNetlink sets it, to
 	// measure the difference.
@@ -151,7 +154,7 @@ func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, o dumpOptio
 		}
 	}
 	*scratch = socks
-	out := dedupSockets(socks)
+	out := dedupSocketsWith(socks, o.seen)
 	if o.scratch != nil {
 		out = slices.Clone(out)
 	}

@@ -20,6 +20,7 @@ type dumpOptions struct {
 	info    StateSet
 	noIPv6  bool
 	scratch *[]Socket
+	seen    map[uint64]struct{}
 }
 
 func dumpNetlinkHost(states StateSet, o dumpOptions) ([]Socket, error) { return DumpNetlink(states) }

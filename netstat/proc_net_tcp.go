@@ -362,6 +362,12 @@ func (e *lineErrors) err() error {
 // sharing a port through SO_REUSEPORT have one each); a socket without a file
 // (TIME_WAIT, orphans: inode 0) by its 4-tuple.
 func dedupSockets(socks []Socket) []Socket {
+	return dedupSocketsWith(socks, nil)
+}
+
+// dedupSocketsWith is dedupSockets with inodes, a set it clears and fills
+// (nil: a new one), so that a repeated scan reuses one.
+func dedupSocketsWith(socks []Socket, inodes map[uint64]struct{}) []Socket {
 	if len(socks) < 2 {
 		return socks
 	}
@@ -369,7 +375,10 @@ func dedupSockets(socks []Socket) []Socket {
 		fam           Family
 		local, remote netip.AddrPort
 	}
-	inodes := make(map[uint64]struct{}, len(socks))
+	if inodes == nil {
+		inodes = make(map[uint64]struct{}, len(socks))
+	}
+	clear(inodes)
 	var orphans map[key]struct{}
 	out := socks[:0]
 	for _, s := range socks {

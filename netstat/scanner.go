@@ -65,6 +65,8 @@ type Scanner struct {
 	others int
 	// scratch is the netlink decode buffer of a repeated scan.
 	scratch []Socket
+	// seen is the dedup set of the host's dump, kept with scratch.
+	seen map[uint64]struct{}
 
 	attr *Attributor
 	// lastStats sums the attribution stats of the last Scan.
@@ -441,6 +443,10 @@ func (s *Scanner) dumpOptions(pid int, states, info StateSet) dumpOptions {
 		// One buffer, the host's: the namespaces are dumped at once
 		// (dumpAll), and the others' dumps are usually small.
 		o.scratch = &s.scratch
+		if s.seen == nil {
+			s.seen = map[uint64]struct{}{}
+		}
+		o.seen = s.seen
 	}
 	return o
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -139,8 +140,17 @@ func TestPromtool(t *testing.T) {
 }
 
 type container struct {
-	Name            string   `yaml:"name"`
-	Args            []string `yaml:"args"`
+	Name string   `yaml:"name"`
+	Args []string `yaml:"args"`
+	Env  []struct {
+		Name  string `yaml:"name"`
+		Value string `yaml:"value"`
+	} `yaml:"env"`
+	Resources struct {
+		Limits struct {
+			Memory string `yaml:"memory"`
+		} `yaml:"limits"`
+	} `yaml:"resources"`
 	SecurityContext struct {
 		ReadOnlyRootFilesystem   bool `yaml:"readOnlyRootFilesystem"`
 		AllowPrivilegeEscalation bool `yaml:"allowPrivilegeEscalation"`
@@ -235,4 +245,45 @@ func TestDaemonSetArgsParse(t *testing.T) {
 	if l := sub.Flags().Lookup("listen"); l == nil || !strings.HasSuffix(l.Value.String(), ":9813") {
 		t.Errorf("the DaemonSet must serve metrics with --listen on :9813, got %v", l)
 	}
+}
+
+// TestDaemonSetMemoryLimit: the DaemonSet's GOMEMLIMIT is one the Go runtime
+// accepts (a child started with it runs), and leaves the container room
+// below limits.memory for what the Go heap does not count (the mapped
+// binary, stacks): between half and seven eighths of it.
+func TestDaemonSetMemoryLimit(t *testing.T) {
+	c := daemonSet(t).Spec.Template.Spec.Containers[0]
+	var limit string
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			limit = e.Value
+		}
+	}
+	if limit == "" {
+		t.Fatal("the DaemonSet sets no GOMEMLIMIT: watch's heap can grow to the container's memory limit")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+limit)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("a Go program with GOMEMLIMIT=%s: %v\n%s", limit, err, out)
+	}
+	soft := parseSize(t, "GOMEMLIMIT", limit, map[string]int64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30})
+	hard := parseSize(t, "limits.memory", c.Resources.Limits.Memory, map[string]int64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30})
+	if soft < hard/2 || soft > hard/8*7 {
+		t.Errorf("GOMEMLIMIT %s is not between a half and seven eighths of limits.memory %s", limit, c.Resources.Limits.Memory)
+	}
+}
+
+// parseSize reads a number with one of units' suffixes.
+func parseSize(t *testing.T, what, v string, units map[string]int64) int64 {
+	t.Helper()
+	for u, mult := range units {
+		if n, ok := strings.CutSuffix(v, u); ok {
+			if x, err := strconv.ParseInt(n, 10, 64); err == nil {
+				return x * mult
+			}
+		}
+	}
+	t.Fatalf("%s %q: not a number with a unit of %v", what, v, units)
+	return 0
 }

@@ -51,12 +51,19 @@ type Options struct {
 	IsBroker func(netip.AddrPort) bool
 }
 
+// The defaults of Options.MinSamples and Options.MinDuration: what a window
+// needs before the analyzer calls a trend.
+const (
+	DefaultMinSamples  = 6
+	DefaultMinDuration = 30 * time.Second
+)
+
 func (o Options) withDefaults() Options {
 	if o.MinSamples <= 0 {
-		o.MinSamples = 6
+		o.MinSamples = DefaultMinSamples
 	}
 	if o.MinDuration <= 0 {
-		o.MinDuration = 30 * time.Second
+		o.MinDuration = DefaultMinDuration
 	}
 	if o.MinT <= 0 {
 		o.MinT = 3

@@ -71,6 +71,14 @@ func noFindingLine(a *analyzer.Analysis) string {
 	if cw == 0 {
 		return "no CLOSE_WAIT socket at the last sample."
 	}
+	for _, p := range a.Processes {
+		if p.CloseWait.Last > 0 && p.CloseWait.Verdict == analyzer.TooShort {
+			// Not "none growing": too few samples to say, which a user
+			// watching a pile grow for 20 s must not read as all clear.
+			return fmt.Sprintf("%s at the last sample, but the window is too short to tell a leak from a burst: a trend needs %s and %d samples (watch longer, e.g. --duration 2m).",
+				human.Plural(cw, "CLOSE_WAIT socket"), human.Age(analyzer.DefaultMinDuration), analyzer.DefaultMinSamples)
+		}
+	}
 	return fmt.Sprintf("%s at the last sample, none growing or older than the stuck threshold.", human.Plural(cw, "CLOSE_WAIT socket"))
 }
 

@@ -174,3 +174,34 @@ func TestSparkline(t *testing.T) {
 }
 
 func fmtSscanf(s string, x, y *float64) (int, error) { return fmt.Sscanf(s, "%g,%g", x, y) }
+
+// TestTooShortIsNotAllClear: the first 20 s of the recorded leak, its
+// CLOSE_WAIT count rising, make no finding (a trend needs 30 s), and the
+// text must say the window was too short rather than that nothing grows.
+func TestTooShortIsNotAllClear(t *testing.T) {
+	snaps, _, err := record.ReadFile(fixedRecording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for n < len(snaps) && snaps[n].Time.Sub(snaps[0].Time) < 20*time.Second {
+		n++
+	}
+	a := analyzer.Analyze(snaps[:n], analyzer.Options{})
+	cw := 0
+	for _, p := range a.Processes {
+		cw += p.CloseWait.Last
+	}
+	if len(a.Findings) != 0 || cw == 0 {
+		t.Fatalf("the recording's first 20 s: %d findings, %d CLOSE_WAIT at the end; want none and some", len(a.Findings), cw)
+	}
+	var b bytes.Buffer
+	if err := Text(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "too short to tell a leak from a burst") || strings.Contains(out, "none growing") {
+		t.Errorf("text for a too-short window:\n%s", out)
+	}
+	t.Logf("%s", out)
+}

@@ -94,15 +94,15 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, opts Options) (Finding, boo
 	case tr.Verdict == Growing:
 		f.Severity, f.Kind = Critical, KindLeak
 		f.Summary = fmt.Sprintf("CLOSE_WAIT leak in %s (%s): %d → %d sockets in %s, %s",
-			p.Name(), p.Key, tr.First, tr.Last, human.Round(tr.Span), rate(tr.PerMinute))
+			p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), rate(tr.PerMinute))
 	case tr.Verdict == Draining:
 		f.Severity, f.Kind = Info, KindDraining
 		f.Summary = fmt.Sprintf("CLOSE_WAIT draining in %s (%s): %d → %d sockets in %s, %s: the application is closing them",
-			p.Name(), p.Key, tr.First, tr.Last, human.Round(tr.Span), rate(tr.PerMinute))
+			p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), rate(tr.PerMinute))
 	case hasOld && oldest.AgeAt(a.End) >= opts.StuckAge:
 		f.Severity, f.Kind = Warning, KindHeld
 		f.Summary = fmt.Sprintf("%s held by %s (%s) for up to %s, not growing (%s over %s), never closed",
-			human.Plural(tr.Last, "CLOSE_WAIT socket"), p.Name(), p.Key, human.Round(oldest.AgeAt(a.End)), verdictWord(tr.Verdict), human.Round(tr.Span))
+			human.Plural(tr.Last, "CLOSE_WAIT socket"), p.Name(), p.Key, human.Age(oldest.AgeAt(a.End)), verdictWord(tr.Verdict), human.Age(tr.Span))
 	default:
 		return Finding{}, false
 	}
@@ -116,7 +116,7 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, opts Options) (Finding, boo
 			src = "tcp_info: time since the FIN"
 		}
 		f.Details = append(f.Details, fmt.Sprintf("Since: the oldest CLOSE_WAIT socket (%s → %s) has waited since %s, %s before the last sample (%s).",
-			oldest.Local, oldest.Remote, oldest.Since().UTC().Format(time.RFC3339), human.Round(oldest.AgeAt(a.End)), src))
+			oldest.Local, oldest.Remote, oldest.Since().UTC().Format(time.RFC3339), human.Age(oldest.AgeAt(a.End)), src))
 	}
 	f.Details = append(f.Details, rateLine(p))
 	if line := recvQLine(p.CloseWaitSockets); line != "" {
@@ -139,7 +139,7 @@ func connLeakFinding(a *Analysis, p *ProcessSeries) (Finding, bool) {
 	}
 	f := Finding{Severity: Warning, Kind: KindConnLeak, Process: p.Key, Name: p.Name()}
 	f.Summary = fmt.Sprintf("ESTABLISHED connections growing in %s (%s): %d → %d in %s, %s",
-		p.Name(), p.Key, tr.First, tr.Last, human.Round(tr.Span), rate(tr.PerMinute))
+		p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), rate(tr.PerMinute))
 	f.Details = append(f.Details, processLine(p))
 	if line := remotesLine(p, false); line != "" {
 		f.Details = append(f.Details, line)
@@ -237,9 +237,9 @@ func remotesLine(p *ProcessSeries, closeWaitOnly bool) string {
 func rateLine(p *ProcessSeries) string {
 	tr, rc := p.CloseWait, p.CloseWaitRecent
 	s := fmt.Sprintf("Rate: %s (±%.1f, least-squares over %d samples in %s; min %d, max %d)",
-		rate(tr.PerMinute), tr.StdErr, tr.Samples, human.Round(tr.Span), tr.Min, tr.Max)
+		rate(tr.PerMinute), tr.StdErr, tr.Samples, human.Age(tr.Span), tr.Min, tr.Max)
 	if rc.Verdict != TooShort && rc.Samples < tr.Samples {
-		s += fmt.Sprintf("; over the last %s: %s, %s", human.Round(rc.Span), verdictWord(rc.Verdict), rate(rc.PerMinute))
+		s += fmt.Sprintf("; over the last %s: %s, %s", human.Age(rc.Span), verdictWord(rc.Verdict), rate(rc.PerMinute))
 	}
 	if p.Closed > 0 {
 		s += fmt.Sprintf("; %d CLOSE_WAIT closed during the window", p.Closed)

@@ -35,7 +35,7 @@ var (
 type page struct {
 	Origin   string
 	A        *analyzer.Analysis
-	Duration time.Duration
+	Duration string
 	Sources  string
 	CWLast   int
 	EstLast  int
@@ -47,7 +47,7 @@ type page struct {
 
 func newPage(in Input) page {
 	a := in.Analysis
-	p := page{Origin: in.Origin, A: a, Duration: human.Round(a.End.Sub(a.Start)), Sources: strings.Join(a.Sources, ", "),
+	p := page{Origin: in.Origin, A: a, Duration: human.Age(a.End.Sub(a.Start)), Sources: strings.Join(a.Sources, ", "),
 		Counts: map[string]int{}, Rows: rows(a)}
 	for _, ps := range a.Processes {
 		p.CWLast += ps.CloseWait.Last

@@ -40,7 +40,7 @@ const maxCharts = 8
 // Text writes the findings as plain text, what `kdiag watch` prints on exit.
 func Text(w io.Writer, a *analyzer.Analysis) error {
 	ew := &errWriter{w: w}
-	ew.printf("%s over %s (%s, %s to %s)\n", human.Plural(a.Samples, "sample"), human.Round(a.End.Sub(a.Start)),
+	ew.printf("%s over %s (%s, %s to %s)\n", human.Plural(a.Samples, "sample"), human.Age(a.End.Sub(a.Start)),
 		strings.Join(a.Sources, "+"), a.Start.UTC().Format(time.RFC3339), a.End.UTC().Format(time.RFC3339))
 	if len(a.Findings) == 0 {
 		ew.printf("No finding: %s\n", noFindingLine(a))
@@ -125,7 +125,7 @@ func rows(a *analyzer.Analysis) []row {
 			ChartID: fmt.Sprintf("chart-%d", i),
 		}
 		if o, ok := p.OldestCloseWait(); ok {
-			r.Oldest = human.Round(o.AgeAt(a.End)).String()
+			r.Oldest = human.Age(o.AgeAt(a.End))
 		}
 		for _, rem := range p.Remotes {
 			if rem.Last.Total() > 0 {

@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/producer"
 )
@@ -587,7 +587,8 @@ func (t *tailBuffer) Tail() string {
 	return strings.Join(all, " | ")
 }
 
-// secs writes a duration in ms as seconds, to 0.1s, for verdicts: "7s", "2.5s".
+// secs writes a duration in ms as every kdiag output writes an age
+// (human.Age): "7s", "2.5s", "3m12s".
 func secs(ms int64) string {
-	return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + "s"
+	return human.Age(time.Duration(ms) * time.Millisecond)
 }

@@ -135,7 +135,7 @@ func TestJudge(t *testing.T) {
 			name:        "passive-close held",
 			sc:          scen("passive-close"),
 			res:         Result{CloseWaitPeak: 5, CloseWaitFinal: 3, CloseWaitOldestMS: 7000},
-			wantVerdict: "CLOSE_WAIT held: 3 sockets, oldest 7.0s — the client does not read idle connections, so it never sees the broker's FIN",
+			wantVerdict: "CLOSE_WAIT held: 3 sockets, oldest 7s — the client does not read idle connections, so it never sees the broker's FIN",
 			wantOK:      true,
 		},
 		{
@@ -143,7 +143,7 @@ func TestJudge(t *testing.T) {
 			sc:   scen("leak"),
 			res: Result{CloseWaitPeak: 9, CloseWaitFinal: 9, CloseWaitOldestMS: 2000,
 				Series: series([2]int{0, 0}, [2]int{3, 0}, [2]int{6, 0}, [2]int{6, 3}, [2]int{9, 3}, [2]int{9, 6}, [2]int{12, 6}, [2]int{12, 9}, [2]int{15, 9})},
-			wantVerdict: "CLOSE_WAIT growing: 9 sockets at the end, oldest 2.0s; connections grew from 6 in the first third of the run to 24 — producers are created per message and never closed",
+			wantVerdict: "CLOSE_WAIT growing: 9 sockets at the end, oldest 2s; connections grew from 6 in the first third of the run to 24 — producers are created per message and never closed",
 			wantOK:      true,
 		},
 		{
@@ -151,7 +151,7 @@ func TestJudge(t *testing.T) {
 			sc:   scen("leak"),
 			res: Result{CloseWaitPeak: 3, CloseWaitFinal: 3, CloseWaitOldestMS: 2000,
 				Series: series([2]int{3, 0}, [2]int{3, 0}, [2]int{0, 3}, [2]int{0, 3}, [2]int{0, 3}, [2]int{0, 3})},
-			wantVerdict: "CLOSE_WAIT held: 3 sockets, oldest 2.0s — producers are created per message and never closed",
+			wantVerdict: "CLOSE_WAIT held: 3 sockets, oldest 2s — producers are created per message and never closed",
 			wantOK:      false,
 		},
 		{
@@ -179,7 +179,7 @@ func TestJudge(t *testing.T) {
 			name:        "interrupted runs are never as expected",
 			sc:          scen("passive-close"),
 			res:         Result{CloseWaitPeak: 1, CloseWaitFinal: 1, CloseWaitOldestMS: 1000, Interrupted: true},
-			wantVerdict: "interrupted: CLOSE_WAIT held: 1 socket, oldest 1.0s — the client does not read idle connections, so it never sees the broker's FIN",
+			wantVerdict: "interrupted: CLOSE_WAIT held: 1 socket, oldest 1s — the client does not read idle connections, so it never sees the broker's FIN",
 			wantOK:      false,
 		},
 	}

@@ -2,6 +2,7 @@ package repro
 
 import (
 	"fmt"
+	"github.com/kdiag/kdiag/internal/human"
 	"io"
 	"slices"
 	"strconv"
@@ -138,9 +139,10 @@ func configCell(r *repro.Result) string {
 	return strings.Join(parts, "\n")
 }
 
-// ms writes milliseconds as a duration rounded to 0.1s: "4.6s", "0s".
+// ms writes milliseconds as every kdiag output writes an age (human.Age):
+// "4.6s", "0s", "3m12s".
 func ms(v int64) string {
-	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
+	return human.Age(time.Duration(v) * time.Millisecond)
 }
 
 // writeTable prints one row per scenario.

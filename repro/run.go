@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/kdiag/kdiag/broker"
-	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/producer"
 )
@@ -585,10 +584,4 @@ func (t *tailBuffer) Tail() string {
 		return "(nothing on stderr)"
 	}
 	return strings.Join(all, " | ")
-}
-
-// secs writes a duration in ms as every kdiag output writes an age
-// (human.Age): "7s", "2.5s", "3m12s".
-func secs(ms int64) string {
-	return human.Age(time.Duration(ms) * time.Millisecond)
 }

@@ -25,13 +25,13 @@ func judge(sc Scenario, res *Result) {
 		res.Verdict = "no connection seen: the producer never connected to the brokers (is " + res.Bootstrap + " reachable?)"
 	case res.CloseWaitFinal > 0 && sc.Expect == ExpectGrowth && grew:
 		res.Verdict = fmt.Sprintf("CLOSE_WAIT growing: %s at the end, oldest %s; connections grew from %d in the first third of the run to %d — %s",
-			human.Plural(res.CloseWaitFinal, "socket"), secs(res.CloseWaitOldestMS), from, to, sc.Cause)
+			human.Plural(res.CloseWaitFinal, "socket"), human.AgeMS(res.CloseWaitOldestMS), from, to, sc.Cause)
 	case res.CloseWaitFinal > 0:
 		res.Verdict = fmt.Sprintf("CLOSE_WAIT held: %s, oldest %s — %s",
-			human.Plural(res.CloseWaitFinal, "socket"), secs(res.CloseWaitOldestMS), sc.Cause)
+			human.Plural(res.CloseWaitFinal, "socket"), human.AgeMS(res.CloseWaitOldestMS), sc.Cause)
 	case res.CloseWaitPeak > 0:
 		res.Verdict = fmt.Sprintf("CLOSE_WAIT came and went: up to %s, the longest for %s — %s",
-			human.Plural(res.CloseWaitPeak, "socket"), secs(res.CloseWaitOldestMS), sc.Cause)
+			human.Plural(res.CloseWaitPeak, "socket"), human.AgeMS(res.CloseWaitOldestMS), sc.Cause)
 	default:
 		res.Verdict = "OK: no CLOSE_WAIT"
 		switch {

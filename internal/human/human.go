@@ -58,3 +58,6 @@ func Age(d time.Duration) string {
 	}
 	return fmt.Sprintf("%d.%ds", tenths/10, tenths%10)
 }
+
+// AgeMS is Age of a count of milliseconds, as JSON results carry them.
+func AgeMS(ms int64) string { return Age(time.Duration(ms) * time.Millisecond) }

@@ -129,20 +129,14 @@ func configCell(r *repro.Result) string {
 	for _, k := range keys {
 		parts = append(parts, k+"="+r.Config[k])
 	}
-	parts = append(parts, "a message every "+ms(r.IntervalMS))
+	parts = append(parts, "a message every "+human.AgeMS(r.IntervalMS))
 	if r.CallbackDelayMS > 0 {
-		parts = append(parts, "callback blocks "+ms(r.CallbackDelayMS))
+		parts = append(parts, "callback blocks "+human.AgeMS(r.CallbackDelayMS))
 	}
 	if r.ProducerPerMessage {
 		parts = append(parts, "new producer per message, never closed")
 	}
 	return strings.Join(parts, "\n")
-}
-
-// ms writes milliseconds as every kdiag output writes an age (human.Age):
-// "4.6s", "0s", "3m12s".
-func ms(v int64) string {
-	return human.Age(time.Duration(v) * time.Millisecond)
 }
 
 // writeTable prints one row per scenario.
@@ -170,7 +164,7 @@ func writeTable(w io.Writer, results []*repro.Result) {
 		}
 		_ = t.Append(r.Name, configCell(r), r.Reader,
 			strconv.Itoa(r.CloseWaitPeak)+" / "+strconv.Itoa(r.CloseWaitFinal),
-			ms(r.CloseWaitOldestMS), client, brk, verdict)
+			human.AgeMS(r.CloseWaitOldestMS), client, brk, verdict)
 	}
 	_ = t.Render()
 }

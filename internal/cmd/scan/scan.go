@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -41,6 +42,9 @@ type ScanOptions struct {
 	// CPUProfile, when set (hidden --cpuprofile), is where the scan's CPU
 	// profile is written, for the benchmarks in BENCHMARKS.md.
 	CPUProfile string
+	// MemProfile, when set (hidden --memprofile), is where a profile of
+	// every allocation the scan makes is written, for the same purpose.
+	MemProfile string
 
 	// Query is built from the flags before the run.
 	Query netstat.Query
@@ -102,6 +106,8 @@ processes that exited during the scan) go to stderr, once.`,
 	fl.IntVar(&opts.Crit, "crit", -1, "monitoring: CRITICAL (exit 2) when a process has more than N CLOSE_WAIT sockets")
 	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the scan to this file")
 	_ = fl.MarkHidden("cpuprofile")
+	fl.StringVar(&opts.MemProfile, "memprofile", "", "write a profile of the scan's allocations to this file")
+	_ = fl.MarkHidden("memprofile")
 	return cmd
 }
 
@@ -145,6 +151,16 @@ func runScan(opts *ScanOptions) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if opts.MemProfile != "" {
+		f, err := os.Create(opts.MemProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		// Every allocation, not a sample: a scan makes few enough.
+		runtime.MemProfileRate = 1
+		defer func() { _ = pprof.Lookup("allocs").WriteTo(f, 0) }()
 	}
 	if opts.Scan == nil {
 		s := netstat.NewScanner(opts.ProcRoot)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -63,6 +64,11 @@ type Attributor struct {
 	want    map[uint64]int32
 	owners  []Owner
 	claimed []atomic.Uint32
+
+	// idle holds the workers of finished pools for the next (see worker);
+	// idleMu guards it, as a pool's goroutines return theirs as they end.
+	idleMu sync.Mutex
+	idle   []*attrWorker
 }
 
 // unownedTTL is how many calls a "not found" answer is trusted.
@@ -329,13 +335,25 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 				results = append(results, res)
 			}
 		}
+		// The likely holders are walked on their own first: walked
+		// alongside the others, they would share the workers with processes
+		// that are read in full only to find nothing.
 		order := a.walkOrder(pids, hits, uids)
-		results = append(results, a.pool(ctx, order, func(w *attrWorker, pid int) attrResult {
+		likely := 0
+		for likely < len(order) && hits[order[likely]] > 0 {
+			likely++
+		}
+		walk := func(w *attrWorker, pid int) attrResult {
 			if r.remaining.Load() == 0 || ctx.Err() != nil || skip[pid] {
 				return attrResult{pid: pid}
 			}
 			return w.walk(a, r, pid)
-		})...)
+		}
+		for _, stage := range [][]int{order[:likely], order[likely:]} {
+			if len(stage) > 0 && r.remaining.Load() > 0 {
+				results = append(results, a.pool(ctx, stage, walk)...)
+			}
+		}
 	}
 
 	// Merge into the cache and the stats.
@@ -474,9 +492,10 @@ func (a *Attributor) pool(ctx context.Context, pids []int, fn func(*attrWorker, 
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
+		w := a.worker()
 		go func() {
 			defer wg.Done()
-			w := newAttrWorker()
+			defer a.putWorker(w)
 			for pid := range jobs {
 				out <- fn(w, pid)
 			}
@@ -509,6 +528,27 @@ type attrWorker struct {
 
 func newAttrWorker() *attrWorker {
 	return &attrWorker{dents: make([]byte, 32<<10), link: make([]byte, 256), name: make([]byte, 0, 16)}
+}
+
+// worker takes a worker from the Attributor's idle ones, or makes one: the
+// verify, probe and walk stages of every call (every second, in a watch)
+// reuse the same few buffers instead of allocating 33 KB per worker each.
+func (a *Attributor) worker() *attrWorker {
+	a.idleMu.Lock()
+	defer a.idleMu.Unlock()
+	if n := len(a.idle); n > 0 {
+		w := a.idle[n-1]
+		a.idle = a.idle[:n-1]
+		return w
+	}
+	return newAttrWorker()
+}
+
+// putWorker returns w to the idle workers.
+func (a *Attributor) putWorker(w *attrWorker) {
+	a.idleMu.Lock()
+	defer a.idleMu.Unlock()
+	a.idle = append(a.idle, w)
 }
 
 func (a *Attributor) open(path string) (int, error) {
@@ -591,11 +631,21 @@ func (w *attrWorker) walk(a *Attributor, r *attrRun, pid int) attrResult {
 // probeLinks bounds the links a probe reads per process: enough to tell a
 // process holding many wanted sockets, few enough that probing a host's
 // hundreds of small processes stays cheap.
-const probeLinks = 8
+const probeLinks = 10
 
-// probe reads the first fds of pid (one small getdents64, at most
-// probeLinks links), claims what it finds, and counts the wanted sockets
-// among them.
+// probe samples the fd table of pid: its first four fds, its last fd, and
+// fds at a quarter, half and three quarters of the way up; it claims the
+// wanted sockets it finds and counts them.
+//
+// The first fds of a process are its stdio, logs, jars and libraries; the
+// sockets it leaks pile up at the top of its table, which is what grows, so
+// a probe of the first fds alone finds nothing in exactly the process that
+// matters. /proc/<pid>/fd can be positioned with lseek: the position is the
+// fd number plus two, for "." and ".." (proc_readfd_common in fs/proc/fd.c),
+// and a getdents64 from a position past the last fd returns nothing. So the
+// last fd is found with a few getdents64 of one or two entries each (an
+// exponential then a binary search), and each sample point costs one more
+// and a readlinkat.
 func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 	res := attrResult{pid: pid}
 	dfd, err := a.open(a.ProcRoot + "/" + strconv.Itoa(pid) + "/fd")
@@ -604,25 +654,13 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 		return res
 	}
 	defer unix.Close(dfd)
-	n, err := unix.Getdents(dfd, w.dents[:2048])
-	if err != nil {
-		classify(&res, err)
-		return res
-	}
 	links := 0
-	for off := 0; off < n && links < probeLinks; {
-		reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
-		nameOff := off + 19
-		off += reclen
-		fd, ok := parseFDName(w.dents[nameOff:off])
-		if !ok {
-			continue
-		}
-		ino, err := w.readSocketLink(dfd, &w.dents[nameOff])
+	read := func(fd int, name *byte) {
+		ino, err := w.readSocketLink(dfd, name)
 		r.links.Add(1)
 		links++
 		if err != nil || ino == 0 {
-			continue
+			return
 		}
 		if !a.NoCache {
 			res.seen = append(res.seen, attrSeen{ino: ino, fd: int32(fd)})
@@ -632,7 +670,104 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 			r.claim(ino, Owner{PID: pid, FD: fd})
 		}
 	}
+
+	// The first fds, read in one getdents64.
+	n, err := unix.Getdents(dfd, w.dents[:512])
+	if err != nil {
+		classify(&res, err)
+		return res
+	}
+	top := -1 // the highest fd seen
+	var names []dentName
+	for off := 0; off < n; {
+		reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
+		nameOff := off + 19
+		off += reclen
+		if fd, ok := parseFDName(w.dents[nameOff:off]); ok {
+			names = append(names, dentName{fd, nameOff})
+			top = max(top, fd)
+		}
+	}
+	for i, d := range names {
+		if i < 4 || (i >= len(names)-2 && top < probeTopFrom) {
+			read(d.fd, &w.dents[d.nameOff])
+		}
+	}
+	if top < probeTopFrom-1 {
+		// Every fd is below 16, so the 512 bytes held them all (24 bytes
+		// an entry): a small table, read at both ends above.
+		return res
+	}
+
+	// Find the last fd: the first power of four past it, then bisect.
+	lo, hi := top, 0
+	for at := probeTopFrom; ; at *= 4 {
+		fd, ok := w.fdAt(dfd, at)
+		if !ok {
+			hi = at
+			break
+		}
+		if fd < at {
+			return res // not positioned by fd number: not procfs (a test's fixture tree)
+		}
+		lo = fd
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if fd, ok := w.fdAt(dfd, mid); ok && fd >= mid {
+			lo = fd
+		} else {
+			hi = mid
+		}
+	}
+	// The top two fds, then three points below.
+	for _, at := range []int{lo - 1, lo * 3 / 4, lo / 2, lo / 4} {
+		if at <= 4 || links >= probeLinks {
+			continue
+		}
+		k := 1
+		if at == lo-1 {
+			k = 2
+		}
+		if _, err := unix.Seek(dfd, int64(at)+2, io.SeekStart); err != nil {
+			return res
+		}
+		n, err := unix.Getdents(dfd, w.dents[:64])
+		if err != nil {
+			return res
+		}
+		for off := 0; off < n && k > 0 && links < probeLinks; k-- {
+			reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
+			nameOff := off + 19
+			off += reclen
+			if fd, ok := parseFDName(w.dents[nameOff:off]); ok {
+				read(fd, &w.dents[nameOff])
+			}
+		}
+	}
 	return res
+}
+
+// probeTopFrom is the first fd the search for a table's last fd tries.
+const probeTopFrom = 16
+
+// dentName is an fd and the offset of its NUL-terminated name in the
+// worker's getdents64 buffer.
+type dentName struct{ fd, nameOff int }
+
+// fdAt returns the first open fd at or above at in the directory dfd
+// (/proc/<pid>/fd), by positioning it and reading one or two entries;
+// false when there is none, or on an error.
+func (w *attrWorker) fdAt(dfd, at int) (int, bool) {
+	if _, err := unix.Seek(dfd, int64(at)+2, io.SeekStart); err != nil {
+		return 0, false
+	}
+	n, err := unix.Getdents(dfd, w.dents[:64])
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[16])))
+	return parseFDName(w.dents[19:reclen])
 }
 
 // verify checks that the cached fds of pid still hold their inodes.

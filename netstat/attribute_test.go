@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -112,6 +113,37 @@ func TestAttributeProbeOrder(t *testing.T) {
 	}
 	if st.Walked != 1 || st.Links > 200+5*probeLinks {
 		t.Errorf("walked %d dirs, %d links; want 1 dir (pid 5) and at most %d links", st.Walked, st.Links, 200+5*probeLinks)
+	}
+}
+
+// TestAttributeProbeFindsHighFDs checks the probe on the real /proc of a
+// process shaped like a leaking JVM: hundreds of files first (jars, logs),
+// the wanted sockets on top. A probe of the first fds alone reads only the
+// files; the log-spaced sample must land on the sockets, within probeLinks.
+func TestAttributeProbeFindsHighFDs(t *testing.T) {
+	for range 400 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+	}
+	socks := sockettest.CloseWait(t, "tcp4", 300)
+	want := map[uint64]int32{}
+	for i, s := range socks {
+		if s.FD < 400 {
+			t.Fatalf("socket %v below fd 400: the files did not come first", s)
+		}
+		want[s.Inode] = int32(i)
+	}
+	r := &attrRun{want: want, owners: make([]Owner, len(want)), claimed: make([]atomic.Uint32, len(want))}
+	r.remaining.Store(int64(len(want)))
+	res := newAttrWorker().probe(NewAttributor("/proc"), r, os.Getpid())
+	if res.probeHits == 0 {
+		t.Errorf("probe read %d links and found none of the %d sockets at fds %d-%d", r.links.Load(), len(socks), socks[0].FD, socks[len(socks)-1].FD)
+	}
+	if n := r.links.Load(); n > probeLinks {
+		t.Errorf("probe read %d links, more than probeLinks (%d)", n, probeLinks)
 	}
 }
 

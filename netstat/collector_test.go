@@ -1,8 +1,11 @@
 package netstat
 
 import (
+	"net/netip"
 	"slices"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 func TestSocketCollector(t *testing.T) {
@@ -41,5 +44,38 @@ func TestSocketCollector(t *testing.T) {
 				t.Errorf("reused buffer spilled %d sockets", c2.n)
 			}
 		})
+	}
+}
+
+// TestSocketCollectorKeepsEveryField spills sockets of every address shape
+// through the packed chunks and checks they come back equal.
+func TestSocketCollectorKeepsEveryField(t *testing.T) {
+	if got := unsafe.Sizeof(packedSocket{}); got != 88 {
+		t.Errorf("packedSocket is %d bytes; its comment says 88", got)
+	}
+	want := []Socket{
+		{Family: IPv4, State: CloseWait, Local: netip.MustParseAddrPort("127.0.0.1:41000"),
+			Remote: netip.MustParseAddrPort("127.0.0.2:9092"), RecvQ: 1, SendQ: 7, Inode: 1 << 40, UID: 1000,
+			Age: 90 * time.Second, HasAge: true, NetNS: 4026531840, PID: 4194304, FD: 1 << 20},
+		{Family: IPv6, State: Established, Local: netip.MustParseAddrPort("[::1]:5"),
+			Remote: netip.MustParseAddrPort("[2001:db8::7]:9093"), Inode: 9, FD: -1},
+		{Family: IPv6, State: Listen, Local: netip.MustParseAddrPort("[::ffff:10.0.0.1]:9094"),
+			Remote: netip.AddrPortFrom(netip.IPv6Unspecified(), 0), FD: -1},
+		{Family: IPv4, State: Listen, Local: netip.AddrPortFrom(netip.IPv4Unspecified(), 22),
+			Remote: netip.AddrPortFrom(netip.IPv4Unspecified(), 0)},
+		{State: TimeWait}, // zero addresses
+	}
+	c := &socketCollector{}
+	for _, s := range want {
+		c.add(s)
+	}
+	if c.n != len(want) {
+		t.Fatalf("%d of %d sockets spilled: the test does not cover the packed chunks", c.n, len(want))
+	}
+	got := c.collect()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("socket %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
 	}
 }

@@ -205,48 +205,6 @@ func dumpOne(c *netlink.Conn, rc syscall.RawConn, buf []byte, fam Family, r dump
 	return nil
 }
 
-// socketCollector gathers a dump's sockets into s while it has room, then
-// into fixed-size chunks, and collect joins them with one allocation of the
-// exact size. Appending to one slice instead regrows it by about a quarter
-// each time past 256 elements, which allocates some five times the final
-// size: 40 MB of garbage for the 60,000 sockets of a watch's first scan,
-// most of that scan's memory peak. A repeated scan's s has the last scan's
-// capacity, so it usually never spills.
-type socketCollector struct {
-	s      []Socket
-	chunks [][]Socket
-	n      int // sockets in chunks
-}
-
-// collectorChunk is the size of a spill chunk: 1,024 sockets, 128 KiB.
-const collectorChunk = 1024
-
-func (c *socketCollector) add(s Socket) {
-	if len(c.s) < cap(c.s) {
-		c.s = append(c.s, s)
-		return
-	}
-	if k := len(c.chunks); k == 0 || len(c.chunks[k-1]) == collectorChunk {
-		c.chunks = append(c.chunks, make([]Socket, 0, collectorChunk))
-	}
-	k := len(c.chunks) - 1
-	c.chunks[k] = append(c.chunks[k], s)
-	c.n++
-}
-
-// collect returns every socket added, in order.
-func (c *socketCollector) collect() []Socket {
-	if c.n == 0 {
-		return c.s
-	}
-	out := slices.Grow(c.s, c.n)
-	for _, ch := range c.chunks {
-		out = append(out, ch...)
-	}
-	c.s, c.chunks, c.n = out, nil, 0
-	return out
-}
-
 // errDumpTruncated: a datagram larger than the receive buffer, which the
 // kernel never sends a reader whose buffer is dumpBufferSize.
 var errDumpTruncated = errors.New("netlink datagram truncated")

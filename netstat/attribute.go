@@ -241,6 +241,10 @@ type attrResult struct {
 	seen     []attrSeen
 	// probeHits counts the wanted sockets among the fds a probe read.
 	probeHits int
+	// top is the last fd a probe found, -1 when it did not look.
+	top int
+	// parts is how many walks the pid's fds were split into (0 or 1: one).
+	parts int
 }
 
 type attrSeen struct {
@@ -321,6 +325,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 		// holds many), so they are walked first and the walk can stop
 		// before reading the others.
 		skip := map[int]bool{}
+		tops := map[int]int{}
 		if len(pids) > 1 {
 			for _, res := range a.pool(ctx, pids, func(w *attrWorker, pid int) attrResult {
 				if r.remaining.Load() == 0 || ctx.Err() != nil {
@@ -329,6 +334,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 				return w.probe(a, r, pid)
 			}) {
 				hits[res.pid] += res.probeHits
+				tops[res.pid] = res.top
 				if res.exited || res.denied || res.failed != nil {
 					skip[res.pid] = true
 				}
@@ -343,22 +349,46 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 		for likely < len(order) && hits[order[likely]] > 0 {
 			likely++
 		}
-		walk := func(w *attrWorker, pid int) attrResult {
-			if r.remaining.Load() == 0 || ctx.Err() != nil || skip[pid] {
-				return attrResult{pid: pid}
-			}
-			return w.walk(a, r, pid)
-		}
 		for _, stage := range [][]int{order[:likely], order[likely:]} {
-			if len(stage) > 0 && r.remaining.Load() > 0 {
-				results = append(results, a.pool(ctx, stage, walk)...)
+			if len(stage) == 0 || r.remaining.Load() == 0 {
+				continue
 			}
+			// A likely holder with a large table is walked in parts, one
+			// range of fds each, so that one process holding thousands of
+			// sockets is read on every core rather than on one.
+			var jobs []walkJob
+			for _, pid := range stage {
+				top, parts := tops[pid], 1
+				if hits[pid] > 0 && top >= 2*walkSplitSpan {
+					parts = min(a.workers(), top/walkSplitSpan)
+				}
+				for k := range parts {
+					j := walkJob{pid: pid, lo: top * k / parts, hi: top * (k + 1) / parts, parts: parts}
+					if k == parts-1 {
+						j.hi = 0 // to the end, fds opened since the probe included
+					}
+					jobs = append(jobs, j)
+				}
+			}
+			idx := make([]int, len(jobs))
+			for i := range idx {
+				idx[i] = i
+			}
+			results = append(results, a.pool(ctx, idx, func(w *attrWorker, i int) attrResult {
+				j := jobs[i]
+				if r.remaining.Load() == 0 || ctx.Err() != nil || skip[j.pid] {
+					return attrResult{pid: j.pid}
+				}
+				return w.walk(a, r, j)
+			})...)
 		}
 	}
 
 	// Merge into the cache and the stats.
 	exited := map[int]bool{}
 	complete := map[int]bool{}
+	partsDone := map[int]int{}
+	walkedPID := map[int]bool{}
 	for _, res := range results {
 		switch {
 		case res.exited:
@@ -371,11 +401,14 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 		case res.failed != nil:
 			st.Failed = append(st.Failed, fmt.Sprintf("pid %d: %v", res.pid, res.failed))
 		}
-		if res.walked {
+		if res.walked && !walkedPID[res.pid] {
+			walkedPID[res.pid] = true
 			st.Walked++
 		}
 		if res.complete {
-			complete[res.pid] = true
+			// A pid walked in parts is complete when every part is.
+			partsDone[res.pid]++
+			complete[res.pid] = partsDone[res.pid] >= max(res.parts, 1)
 		}
 		for _, s := range res.seen {
 			if s.cached && !s.matched {
@@ -482,11 +515,7 @@ func (a *Attributor) pidUID(pid int) uint32 {
 // pool runs fn for each pid on a bounded set of workers, each with its own
 // buffers, and returns the results in no particular order.
 func (a *Attributor) pool(ctx context.Context, pids []int, fn func(*attrWorker, int) attrResult) []attrResult {
-	n := a.Workers
-	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
-	}
-	n = min(n, len(pids))
+	n := min(a.workers(), len(pids))
 	jobs := make(chan int)
 	out := make(chan attrResult)
 	var wg sync.WaitGroup
@@ -517,6 +546,14 @@ func (a *Attributor) pool(ctx context.Context, pids []int, fn func(*attrWorker, 
 		res = append(res, x)
 	}
 	return res
+}
+
+// workers is the number of goroutines a pool runs: Workers, or GOMAXPROCS.
+func (a *Attributor) workers() int {
+	if a.Workers > 0 {
+		return a.Workers
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // attrWorker holds one goroutine's reused buffers.
@@ -570,15 +607,33 @@ func classify(res *attrResult, err error) {
 	}
 }
 
-// walk reads every fd link of pid until nothing is missing.
-func (w *attrWorker) walk(a *Attributor, r *attrRun, pid int) attrResult {
-	res := attrResult{pid: pid, walked: true}
+// walkJob is one walk: the fds of pid from lo up to hi (0: to the end),
+// one of parts walks of that pid.
+type walkJob struct {
+	pid, lo, hi, parts int
+}
+
+// walkSplitSpan is the fewest fds a part of a split walk reads.
+const walkSplitSpan = 256
+
+// walk reads the fd links of j's range until nothing is missing.
+func (w *attrWorker) walk(a *Attributor, r *attrRun, j walkJob) attrResult {
+	pid := j.pid
+	res := attrResult{pid: pid, walked: true, parts: j.parts}
 	dfd, err := a.open(a.ProcRoot + "/" + strconv.Itoa(pid) + "/fd")
 	if err != nil {
 		classify(&res, err)
 		return res
 	}
 	defer unix.Close(dfd)
+	if j.lo > 0 {
+		// Positioned by fd number (see probe, which found top only where
+		// that holds).
+		if _, err := unix.Seek(dfd, int64(j.lo)+2, io.SeekStart); err != nil {
+			res.failed = err
+			return res
+		}
+	}
 	for {
 		n, err := unix.Getdents(dfd, w.dents)
 		if err != nil {
@@ -601,6 +656,10 @@ func (w *attrWorker) walk(a *Attributor, r *attrRun, pid int) attrResult {
 			fd, ok := parseFDName(w.dents[nameOff:off])
 			if !ok {
 				continue
+			}
+			if j.hi > 0 && fd >= j.hi {
+				res.complete = true // the range is read
+				return res
 			}
 			ino, err := w.readSocketLink(dfd, &w.dents[nameOff])
 			r.links.Add(1)
@@ -647,7 +706,7 @@ const probeLinks = 10
 // exponential then a binary search), and each sample point costs one more
 // and a readlinkat.
 func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
-	res := attrResult{pid: pid}
+	res := attrResult{pid: pid, top: -1}
 	dfd, err := a.open(a.ProcRoot + "/" + strconv.Itoa(pid) + "/fd")
 	if err != nil {
 		classify(&res, err)
@@ -720,6 +779,7 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 			hi = mid
 		}
 	}
+	res.top = lo
 	// The top two fds, then three points below.
 	for _, at := range []int{lo - 1, lo * 3 / 4, lo / 2, lo / 4} {
 		if at <= 4 || links >= probeLinks {

@@ -147,6 +147,42 @@ func TestAttributeProbeFindsHighFDs(t *testing.T) {
 	}
 }
 
+// TestAttributeSplitWalk checks the walk of a large table in parts: 1,200
+// CLOSE_WAIT sockets above 300 files, read by three workers in ranges of the
+// fd table, are all found at their fds, and no link is read twice.
+func TestAttributeSplitWalk(t *testing.T) {
+	for range 300 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+	}
+	socks := sockettest.CloseWait(t, "tcp4", 1200)
+	other := sockettest.StartChild(t, sockettest.Spec{CloseWait: 2})
+	var inodes []uint64
+	for _, s := range socks {
+		inodes = append(inodes, s.Inode)
+	}
+	a := &Attributor{ProcRoot: "/proc", Workers: 3, NoCache: true}
+	got, st := a.Attribute(context.Background(), []int{other.PID, os.Getpid()}, inodes)
+	for _, s := range socks {
+		if o := got[s.Inode]; o != (Owner{PID: os.Getpid(), FD: s.FD}) {
+			t.Errorf("%v: got %+v", s, o)
+		}
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if max := len(fds) + 2*probeLinks; st.Links > max {
+		t.Errorf("read %d links for a table of %d fds (at most %d with the probes): a range was read twice", st.Links, len(fds), max)
+	}
+	if st.Walked != 1 {
+		t.Errorf("walked %d processes, want 1 (the holder)", st.Walked)
+	}
+}
+
 func TestAttributeOnlyGivenPIDs(t *testing.T) {
 	root := fixtureProc(t, map[int]map[int]string{1: {3: sock(11)}, 2: {3: sock(22)}})
 	got, st := NewAttributor(root).Attribute(context.Background(), []int{2}, []uint64{11, 22})

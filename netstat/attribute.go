@@ -635,7 +635,7 @@ func (w *attrWorker) walk(a *Attributor, r *attrRun, j walkJob) attrResult {
 		}
 	}
 	for {
-		n, err := unix.Getdents(dfd, w.dents)
+		n, err := getdents(dfd, w.dents)
 		if err != nil {
 			classify(&res, err)
 			return res
@@ -731,7 +731,7 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 	}
 
 	// The first fds, read in one getdents64.
-	n, err := unix.Getdents(dfd, w.dents[:512])
+	n, err := getdents(dfd, w.dents[:512])
 	if err != nil {
 		classify(&res, err)
 		return res
@@ -792,7 +792,7 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 		if _, err := unix.Seek(dfd, int64(at)+2, io.SeekStart); err != nil {
 			return res
 		}
-		n, err := unix.Getdents(dfd, w.dents[:64])
+		n, err := getdents(dfd, w.dents[:64])
 		if err != nil {
 			return res
 		}
@@ -822,7 +822,7 @@ func (w *attrWorker) fdAt(dfd, at int) (int, bool) {
 	if _, err := unix.Seek(dfd, int64(at)+2, io.SeekStart); err != nil {
 		return 0, false
 	}
-	n, err := unix.Getdents(dfd, w.dents[:64])
+	n, err := getdents(dfd, w.dents[:64])
 	if err != nil || n == 0 {
 		return 0, false
 	}

@@ -117,6 +117,9 @@ type nsGroup struct {
 // cannot enter) are Snapshot.Notes; it returns an error only when it cannot
 // read the host's sockets or list its processes at all.
 func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
+	if runtime.GOOS != "linux" && s.ProcRoot == "/proc" {
+		return nil, fmt.Errorf("reading sockets needs Linux (/proc and NETLINK_SOCK_DIAG), and this is %s: run kdiag scan and watch on the Linux host", runtime.GOOS)
+	}
 	if s.attr == nil || s.attr.ProcRoot != s.ProcRoot {
 		s.attr = NewAttributor(s.ProcRoot)
 	}

@@ -474,7 +474,7 @@ func startChild(sc Scenario, opts Options, bootstrap string, settings map[string
 	cmd := exec.Command(opts.Executable, args...)
 	cmd.Stdout = &ch.stdout
 	cmd.Stderr = ch.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the producer (%s produce): %w", opts.Executable, err)
 	}

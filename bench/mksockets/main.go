@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command mksockets holds N CLOSE_WAIT and M ESTABLISHED TCP sockets on
 // 127.0.0.x, spread over several processes, until it gets SIGINT/SIGTERM
 // or -lifetime passes; then it and every process it started

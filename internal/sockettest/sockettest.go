@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package sockettest creates real TCP sockets on loopback, in known states,
 // for tests and benchmarks of kdiag's socket sources (netstat), the scan and
 // watch commands, and the scripts under bench/.

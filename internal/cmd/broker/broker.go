@@ -10,10 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kdiag/kdiag/broker"
@@ -102,7 +100,7 @@ Topics are created on first use; --topic pre-creates them.`,
 			if _, err := cmdutil.ParseLogLevel(opts.LogLevel); err != nil {
 				return cmdutil.UsageErrorf("--log-level: %v", err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := cmdutil.InterruptContext(cmd.Context())
 			defer stop()
 			opts.Context = ctx
 			if runF != nil {

@@ -9,9 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/kdiag/kdiag/internal/cmdutil"
@@ -110,7 +108,7 @@ cannot start.`,
 				return cmdutil.UsageErrorf("--set: %v", err)
 			}
 			opts.CallbackDelaySet = cmd.Flags().Changed("callback-delay")
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := cmdutil.InterruptContext(cmd.Context())
 			defer stop()
 			opts.Context = ctx
 			if runF != nil {
@@ -259,7 +257,7 @@ loop:
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	stopNow, stopSig := signal.NotifyContext(closeCtx, syscall.SIGINT, syscall.SIGTERM)
+	stopNow, stopSig := cmdutil.InterruptContext(closeCtx)
 	defer stopSig()
 	if opts.ProducerPerMessage {
 		for _, p := range producers {

@@ -11,10 +11,8 @@ import (
 	"github.com/kdiag/kdiag/internal/human"
 	"io"
 	"log/slog"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kdiag/kdiag/internal/cmdutil"
@@ -122,7 +120,7 @@ not (the verdict says what was seen), 2 for bad flags.`,
 			if opts.BrokerIdle < 100*time.Millisecond {
 				return cmdutil.UsageErrorf("the broker idle timeout %s is too short to observe (at least 100ms: lower --scale)", opts.BrokerIdle)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := cmdutil.InterruptContext(cmd.Context())
 			defer stop()
 			opts.Context = ctx
 			opts.Executable = f.Executable

@@ -12,12 +12,10 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -193,7 +191,7 @@ func runWatch(o *WatchOptions) error {
 	if parent == nil {
 		parent = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cmdutil.InterruptContext(parent)
 	defer stop()
 	if o.Duration > 0 {
 		var cancel context.CancelFunc

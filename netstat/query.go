@@ -61,11 +61,6 @@ func (q Query) matchSocket(s *Socket) bool {
 	return true
 }
 
-// hasSocketFilter reports whether any filter looks at a socket's remote.
-func (q Query) hasSocketFilter() bool {
-	return len(q.RemotePorts) > 0 || len(q.Remotes) > 0 || len(q.Brokers) > 0
-}
-
 func matchAny(eps []Endpoint, ap netip.AddrPort) bool {
 	for _, e := range eps {
 		if e.Match(ap) {

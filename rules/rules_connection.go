@@ -46,7 +46,6 @@ func (v *fileView) libInt(keys ...string) (n int64, e config.Entry, set, ok bool
 }
 
 const (
-	javaIdleDefault = 540000
 	// librdkafkaAzureIdle is what librdkafka uses for connections.max.idle.ms
 	// when it is left unset and the broker list contains "azure" (librdkafka
 	// issue #3109: Azure's load balancer drops flows idle for 4 minutes).

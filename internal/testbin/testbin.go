@@ -19,9 +19,9 @@ func BuildKdiag(dir string) (string, error) {
 		return "", fmt.Errorf("testbin: cannot locate the module root")
 	}
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	goBin, err := exec.LookPath("go")
+	goBin, err := GoBinary()
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", err
 	}
 	bin := filepath.Join(dir, "kdiag")
 	build := exec.Command(goBin, "build", "-o", bin, "./cmd/kdiag")
@@ -30,6 +30,18 @@ func BuildKdiag(dir string) (string, error) {
 		return "", fmt.Errorf("building kdiag: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// GoBinary returns the go command that runs the tests: the one on PATH, or
+// the one in $GOROOT/bin (which go test sets).
+func GoBinary() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	if root := os.Getenv("GOROOT"); root != "" {
+		return filepath.Join(root, "bin", "go"), nil
+	}
+	return "", fmt.Errorf("testbin: no go command on PATH and GOROOT unset")
 }
 
 // Main is a TestMain body: it builds kdiag into a temporary directory, sets

@@ -143,12 +143,14 @@ func writeTable(w io.Writer, cat []*rules.Rule) error {
 		})),
 		tablewriter.WithConfig(tablewriter.Config{
 			Header: tw.CellConfig{
-				Formatting: tw.CellFormatting{AutoFormat: tw.On, Alignment: tw.AlignLeft},
+				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
+				Formatting: tw.CellFormatting{AutoFormat: tw.On},
 				Padding:    tw.CellPadding{Global: tw.Padding{Right: "  ", Overwrite: true}},
 			},
 			Row: tw.CellConfig{
 				// A title is never wrapped: one rule, one line.
-				Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone, Alignment: tw.AlignLeft},
+				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
+				Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone},
 				Padding:    tw.CellPadding{Global: tw.Padding{Right: "  ", Overwrite: true}},
 			},
 		}),

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/testbin"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/record"
@@ -46,9 +46,10 @@ var buildOnce struct {
 func buildLeaker(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		goBin, err := exec.LookPath("go")
+		goBin, err := testbin.GoBinary()
 		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+			buildOnce.err = err
+			return
 		}
 		dir, err := os.MkdirTemp("", "kdiag-leaker")
 		if err != nil {
@@ -365,9 +366,9 @@ func TestLiveTableOnTTY(t *testing.T) {
 // file: every line but possibly the last is a whole snapshot, and the
 // reader reports a cut last line as a note instead of failing.
 func TestKill9LeavesWholeLines(t *testing.T) {
-	goBin, err := exec.LookPath("go")
+	goBin, err := testbin.GoBinary()
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "kdiag")

@@ -119,15 +119,10 @@ func TestAttributeProbeOrder(t *testing.T) {
 // TestAttributeProbeFindsHighFDs checks the probe on the real /proc of a
 // process shaped like a leaking JVM: hundreds of files first (jars, logs),
 // the wanted sockets on top. A probe of the first fds alone reads only the
-// files; the log-spaced sample must land on the sockets, within probeLinks.
+// files; the probe's sample of the top of the table must land on the
+// sockets, within probeLinks.
 func TestAttributeProbeFindsHighFDs(t *testing.T) {
-	for range 400 {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-	}
+	openFiles(t, 400)
 	socks := sockettest.CloseWait(t, "tcp4", 300)
 	want := map[uint64]int32{}
 	for i, s := range socks {
@@ -147,17 +142,25 @@ func TestAttributeProbeFindsHighFDs(t *testing.T) {
 	}
 }
 
-// TestAttributeSplitWalk checks the walk of a large table in parts: 1,200
-// CLOSE_WAIT sockets above 300 files, read by three workers in ranges of the
-// fd table, are all found at their fds, and no link is read twice.
-func TestAttributeSplitWalk(t *testing.T) {
-	for range 300 {
+// openFiles opens n files (/dev/null) for the rest of the test, so that the
+// sockets made next sit above them in the fd table, as a process's leaked
+// sockets sit above its jars and logs.
+func openFiles(t *testing.T, n int) {
+	t.Helper()
+	for range n {
 		f, err := os.Open(os.DevNull)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { f.Close() })
 	}
+}
+
+// TestAttributeSplitWalk checks the walk of a large table in parts: 1,200
+// CLOSE_WAIT sockets above 300 files, read by three workers in ranges of the
+// fd table, are all found at their fds, and no link is read twice.
+func TestAttributeSplitWalk(t *testing.T) {
+	openFiles(t, 300)
 	socks := sockettest.CloseWait(t, "tcp4", 1200)
 	other := sockettest.StartChild(t, sockettest.Spec{CloseWait: 2})
 	var inodes []uint64

@@ -561,6 +561,7 @@ type attrWorker struct {
 	dents []byte // getdents64 buffer
 	link  []byte // readlinkat buffer
 	name  []byte // NUL-terminated fd name for verification
+	names []dentName
 }
 
 func newAttrWorker() *attrWorker {
@@ -737,7 +738,8 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 		return res
 	}
 	top := -1 // the highest fd seen
-	var names []dentName
+	names := w.names[:0]
+	defer func() { w.names = names[:0] }()
 	for off := 0; off < n; {
 		reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
 		nameOff := off + 19

@@ -102,6 +102,9 @@ func TestIdleConnectionIsClosedByBroker(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
+	// The close is counted before the socket closes and logged after it,
+	// so the log line can trail the client's EOF and the count.
+	waitFor(t, 5*time.Second, "broker logs the idle close", func() bool { return strings.Contains(logs.String(), "closed connection") })
 	for _, s := range []string{"accepted connection", "closed connection", "reason=idle", "node=0", "remote=" + conn.LocalAddr().String()} {
 		if !strings.Contains(logs.String(), s) {
 			t.Errorf("log lacks %q:\n%s", s, logs)

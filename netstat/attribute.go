@@ -646,11 +646,8 @@ func (w *attrWorker) walk(a *Attributor, r *attrRun, j walkJob) attrResult {
 			return res
 		}
 		for off := 0; off < n; {
-			// struct linux_dirent64 (include/linux/dirent.h): d_ino u64,
-			// d_off s64, d_reclen u16, d_type u8, d_name NUL-terminated.
-			reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
-			nameOff := off + 19
-			off += reclen
+			var nameOff int
+			nameOff, off = dirent(w.dents, off)
 			if w.dents[nameOff] == '.' {
 				continue
 			}
@@ -741,9 +738,8 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 	names := w.names[:0]
 	defer func() { w.names = names[:0] }()
 	for off := 0; off < n; {
-		reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
-		nameOff := off + 19
-		off += reclen
+		var nameOff int
+		nameOff, off = dirent(w.dents, off)
 		if fd, ok := parseFDName(w.dents[nameOff:off]); ok {
 			names = append(names, dentName{fd, nameOff})
 			top = max(top, fd)
@@ -763,7 +759,7 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 	// Find the last fd: the first power of four past it, then bisect.
 	lo, hi := top, 0
 	for at := probeTopFrom; ; at *= 4 {
-		fd, ok := w.fdAt(dfd, at)
+		fd, _, ok := w.fdAt(dfd, at)
 		if !ok {
 			hi = at
 			break
@@ -775,7 +771,7 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		if fd, ok := w.fdAt(dfd, mid); ok && fd >= mid {
+		if fd, _, ok := w.fdAt(dfd, mid); ok && fd >= mid {
 			lo = fd
 		} else {
 			hi = mid
@@ -783,28 +779,14 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 	}
 	res.top = lo
 	// The top two fds, then three points below.
-	for _, at := range []int{lo - 1, lo * 3 / 4, lo / 2, lo / 4} {
+	prev := -1
+	for _, at := range []int{lo, lo - 1, lo * 3 / 4, lo / 2, lo / 4} {
 		if at <= 4 || links >= probeLinks {
 			continue
 		}
-		k := 1
-		if at == lo-1 {
-			k = 2
-		}
-		if _, err := unix.Seek(dfd, int64(at)+2, io.SeekStart); err != nil {
-			return res
-		}
-		n, err := getdents(dfd, w.dents[:64])
-		if err != nil {
-			return res
-		}
-		for off := 0; off < n && k > 0 && links < probeLinks; k-- {
-			reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[off+16])))
-			nameOff := off + 19
-			off += reclen
-			if fd, ok := parseFDName(w.dents[nameOff:off]); ok {
-				read(fd, &w.dents[nameOff])
-			}
+		if fd, nameOff, ok := w.fdAt(dfd, at); ok && fd >= at && fd != prev {
+			prev = fd
+			read(fd, &w.dents[nameOff])
 		}
 	}
 	return res
@@ -818,18 +800,28 @@ const probeTopFrom = 16
 type dentName struct{ fd, nameOff int }
 
 // fdAt returns the first open fd at or above at in the directory dfd
-// (/proc/<pid>/fd), by positioning it and reading one or two entries;
-// false when there is none, or on an error.
-func (w *attrWorker) fdAt(dfd, at int) (int, bool) {
+// (/proc/<pid>/fd), and the offset of its name in w.dents, by positioning
+// the directory and reading one or two entries; false when there is none,
+// or on an error.
+func (w *attrWorker) fdAt(dfd, at int) (fd, nameOff int, ok bool) {
 	if _, err := unix.Seek(dfd, int64(at)+2, io.SeekStart); err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	n, err := getdents(dfd, w.dents[:64])
 	if err != nil || n == 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	reclen := int(*(*uint16)(unsafe.Pointer(&w.dents[16])))
-	return parseFDName(w.dents[19:reclen])
+	nameOff, end := dirent(w.dents, 0)
+	fd, ok = parseFDName(w.dents[nameOff:end])
+	return fd, nameOff, ok
+}
+
+// dirent returns the offset of the NUL-terminated name of the struct
+// linux_dirent64 at off in b (include/linux/dirent.h: d_ino u64, d_off s64,
+// d_reclen u16, d_type u8, d_name) and the offset of the next entry.
+func dirent(b []byte, off int) (nameOff, next int) {
+	reclen := int(*(*uint16)(unsafe.Pointer(&b[off+16])))
+	return off + 19, off + reclen
 }
 
 // verify checks that the cached fds of pid still hold their inodes.

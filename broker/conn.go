@@ -61,7 +61,7 @@ func (l *listener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	now := time.Now()
-	tc := &trackedConn{Conn: conn, l: l, accepted: now, counted: make(chan struct{})}
+	tc := &trackedConn{Conn: conn, l: l, accepted: now, done: make(chan struct{})}
 	tc.last.Store(now.UnixNano())
 	l.mu.Lock()
 	l.conns[tc] = struct{}{}
@@ -129,10 +129,11 @@ type trackedConn struct {
 	mu     sync.Mutex
 	reason Reason // the first reason found wins
 	closed bool
-	// counted is closed once the close has been counted, so that a second
-	// closer (Cluster.Close racing kfake's own close) returns only after the
-	// first one's count: Stats after Close never shows the conn still open.
-	counted chan struct{}
+	// done is closed once the close has been counted and logged, so that a
+	// second closer (Cluster.Close racing kfake's own close) returns only
+	// after the first one's: Stats after Close never shows the conn still
+	// open, and Close returns with every close in the log.
+	done chan struct{}
 }
 
 func (c *trackedConn) lastActivity() time.Time { return time.Unix(0, c.last.Load()) }
@@ -187,7 +188,7 @@ func (c *trackedConn) closeFor(r Reason) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		<-c.counted
+		<-c.done
 		return nil
 	}
 	c.closed = true
@@ -215,7 +216,7 @@ func (c *trackedConn) closeFor(r Reason) error {
 	}
 	l.mu.Unlock()
 	err := c.Conn.Close()
-	close(c.counted)
+	defer close(c.done)
 
 	now := time.Now()
 	level := slog.LevelInfo

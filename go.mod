@@ -3,6 +3,7 @@ module github.com/kdiag/kdiag
 go 1.26.8
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/google/go-cmp v0.7.0
 	github.com/magiconair/properties v1.18.13
 	github.com/mdlayher/netlink v1.11.2

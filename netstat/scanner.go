@@ -58,6 +58,20 @@ type Scanner struct {
 	// (NoCache) asks tcp_info for every socket, every time.
 	InfoEvery time.Duration
 
+	// Changes, when set, counts the kernel's TCP state changes (kdiag
+	// watch sets it from package events). A repeated scan then reads it
+	// first and, when no socket entered or left a state the query asks
+	// for since the count read before the last dump, serves that dump
+	// again instead of a new one (see gate), for at most RefreshEvery.
+	// Snapshots must then not be modified: later scans copy them.
+	Changes StateChanges
+	// RefreshEvery is how long a scan gated by Changes may serve the last
+	// dump; 0 means DefaultRefreshEvery.
+	RefreshEvery time.Duration
+
+	// gate is what the last full scan left for the scans that Changes
+	// lets skip it.
+	gate scanGate
 	// ages carries CLOSE_WAIT ages between tcp_info scans.
 	ages ageCache
 	// others counts the last scan's sockets of states outside ageStates,
@@ -134,6 +148,10 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	}
 	var n notes
 	snap := &Snapshot{Time: now(), Sockets: []Socket{}, Processes: []Process{}}
+	changes, gated := s.changes(q)
+	if gated && s.gate.fresh(q, changes, snap.Time, cmp.Or(s.RefreshEvery, DefaultRefreshEvery)) {
+		return s.gate.carry(snap.Time), nil
+	}
 
 	all, err := listPIDs(s.ProcRoot)
 	if err != nil {
@@ -231,6 +249,9 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.attributionNotes(snap.Sockets, stats, &n)
 	snap.Processes = s.processes(ctx, snap.Sockets, groups, q, &n)
 	snap.Notes = n.list
+	if gated {
+		s.gate = scanGate{last: snap, q: q, changes: changes, valid: true}
+	}
 	return snap, nil
 }
 

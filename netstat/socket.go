@@ -276,4 +276,10 @@ type Snapshot struct {
 	// process that exited, fds that could not be read, a namespace that could
 	// not be entered. Each is said once per scan.
 	Notes []string `json:"notes,omitempty"`
+	// Unchanged is true when the kernel reported no state change of a
+	// socket of the query's states since the last dump (Scanner.Changes),
+	// so the scan served that dump's sockets again, ages advanced, rather
+	// than dump: the counts are current, Recv-Q, Send-Q and holders are
+	// as of that dump (at most Scanner.RefreshEvery ago).
+	Unchanged bool `json:"unchanged,omitempty"`
 }

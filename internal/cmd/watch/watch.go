@@ -24,6 +24,7 @@ import (
 	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
+	"github.com/kdiag/kdiag/netstat/events"
 	"github.com/kdiag/kdiag/record"
 	"github.com/kdiag/kdiag/report"
 	"github.com/spf13/cobra"
@@ -52,6 +53,10 @@ type WatchOptions struct {
 	Textfile string
 	Report   string
 	Quiet    bool
+	// Events is --events: auto, on or off (see openEvents).
+	Events string
+	// Refresh is --refresh: with events, the longest time between dumps.
+	Refresh time.Duration
 	// CPUProfile, when set (hidden --cpuprofile), is where the whole run's
 	// CPU profile goes: what BENCHMARKS.md's watch figures are broken down by.
 	CPUProfile string
@@ -101,8 +106,11 @@ more sockets; "draining" the same downward; "steady" otherwise.
 				return err
 			}
 			if opts.Scan == nil {
-				sc := netstat.NewScanner(f.ProcRoot)
-				sc.Source = opts.Filters.Source
+				sc, closeEvents, err := opts.scanner(f.ProcRoot)
+				if err != nil {
+					return err
+				}
+				defer closeEvents()
 				opts.Scan = sc.Scan
 			}
 			if runF != nil {
@@ -123,6 +131,8 @@ more sockets; "draining" the same downward; "steady" otherwise.
 	fl.StringVar(&opts.Textfile, "textfile", "", "write metrics to `DIR`/kdiag.prom for node_exporter's textfile collector")
 	fl.StringVar(&opts.Report, "report", "", "write a report to `PATH` at exit (.md: Markdown, else HTML)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no live output (metrics, recording and findings only)")
+	fl.StringVar(&opts.Events, "events", "auto", "dump only when the kernel reports a TCP state change (auto: when it can attach, as root; on: required; off: dump every interval)")
+	fl.DurationVar(&opts.Refresh, "refresh", netstat.DefaultRefreshEvery, "with events, dump at least this often all the same (holders, Recv-Q and Send-Q change without a state change)")
 	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	_ = fl.MarkHidden("cpuprofile")
 	return cmd
@@ -134,6 +144,14 @@ func (o *WatchOptions) complete() error {
 		return err
 	}
 	o.Query = q
+	switch o.Events {
+	case "auto", "on", "off":
+	default:
+		return cmdutil.UsageErrorf("--events %q: want auto, on or off", o.Events)
+	}
+	if o.Refresh <= 0 {
+		return cmdutil.UsageErrorf("--refresh %s: want a positive duration, e.g. 10s", o.Refresh)
+	}
 	if o.Interval < 10*time.Millisecond {
 		return cmdutil.UsageErrorf("--interval %s: use at least 10ms", o.Interval)
 	}
@@ -151,6 +169,42 @@ func (o *WatchOptions) complete() error {
 		}
 	}
 	return nil
+}
+
+// scanner returns the Scanner the options ask for over procRoot, gated by
+// the kernel's state-change counter when --events has one opened, and the
+// function that detaches it.
+func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error) {
+	sc := netstat.NewScanner(procRoot)
+	sc.Source = o.Filters.Source
+	sc.RefreshEvery = o.Refresh
+	c, err := openEvents(o.Events, procRoot)
+	if err != nil || c == nil {
+		return sc, func() {}, err
+	}
+	sc.Changes = func(mask netstat.StateSet) (uint64, error) {
+		n, err := c.Read()
+		return n.Touching(uint32(mask)), err
+	}
+	return sc, func() { c.Close() }, nil
+}
+
+// openEvents opens the kernel's TCP state-change counter as --events says:
+// nil for off, and for auto when it cannot be attached (not root, an older
+// kernel) or when procRoot is not the host's /proc (a fixture tree has no
+// kernel behind it); an error for on when it cannot.
+func openEvents(mode, procRoot string) (*events.Counter, error) {
+	if mode == "off" || (mode == "auto" && procRoot != "/proc") {
+		return nil, nil
+	}
+	c, err := events.Open()
+	if err != nil {
+		if mode == "on" {
+			return nil, fmt.Errorf("--events on: %w (needs root, or CAP_BPF and CAP_PERFMON; --events off dumps every interval)", err)
+		}
+		return nil, nil
+	}
+	return c, nil
 }
 
 // analyzerOptions are the analyzer's options for q: the brokers are

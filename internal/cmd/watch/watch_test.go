@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/kdiag/kdiag/internal/testbin"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
+	"github.com/kdiag/kdiag/netstat/events"
 	"github.com/kdiag/kdiag/record"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -141,8 +143,36 @@ func countCW(s *netstat.Snapshot, pid int) int {
 // with the real Scanner, and checks the analyzer's verdict for each phase
 // and for "now" at the end of the whole series.
 func TestPhasesWithRealScanner(t *testing.T) {
+	phases(t, netstat.NewScanner("/proc"))
+}
+
+// TestPhasesWithEvents runs the same phases with the Scanner that
+// `kdiag watch --events on` builds: scans gated by the kernel's TCP
+// state-change counter must see every CLOSE_WAIT opened and closed, at the
+// next scan, as the dumps do.
+func TestPhasesWithEvents(t *testing.T) {
+	o := &WatchOptions{Events: "on", Refresh: time.Minute}
+	sc, closeEvents, err := o.scanner("/proc")
+	if errors.Is(err, events.ErrUnavailable) {
+		t.Skipf("no events here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEvents()
+	if sc.Changes == nil {
+		t.Fatal("--events on gave a Scanner without Changes")
+	}
+	served := phases(t, sc)
+	// Not asserted: other tests' sockets, run alongside, change states
+	// at any time and make a scan dump.
+	t.Logf("%d scans served the last dump", served)
+}
+
+// phases runs the grow, hold and drain phases with sc and returns how many
+// scans served their last dump (Snapshot.Unchanged).
+func phases(t *testing.T, sc *netstat.Scanner) (served int) {
 	l := startLeaker(t)
-	sc := netstat.NewScanner("/proc")
 	q := netstat.Query{States: netstat.States(netstat.CloseWait, netstat.Established), PIDs: []int{l.pid}}
 	var all []netstat.Snapshot
 	sample := func(want int) netstat.Snapshot {
@@ -155,6 +185,9 @@ func TestPhasesWithRealScanner(t *testing.T) {
 		}
 		if got := countCW(s, l.pid); got != want {
 			t.Fatalf("scan saw %d CLOSE_WAIT of pid %d, want %d", got, l.pid, want)
+		}
+		if s.Unchanged {
+			served++
 		}
 		all = append(all, *s)
 		return *s
@@ -200,6 +233,7 @@ func TestPhasesWithRealScanner(t *testing.T) {
 		!strings.Contains(strings.Join(a.Findings[0].Details, "\n"), fmt.Sprintf("%d of %d: Recv-Q 1", steps*step, steps*step)) {
 		t.Errorf("grow+hold findings = %+v", a.Findings)
 	}
+	return served
 }
 
 func findProc(t *testing.T, a *analyzer.Analysis, pid int) analyzer.ProcessSeries {
@@ -229,6 +263,7 @@ func TestWatchEndToEnd(t *testing.T) {
 		Scan:     netstat.NewScanner("/proc").Scan,
 		Filters:  cmdutil.Filters{States: "close-wait,established", PIDs: []int{l.pid}},
 		Interval: 50 * time.Millisecond, Count: scans, Window: time.Hour, StuckAge: time.Minute,
+		Events: "off", Refresh: netstat.DefaultRefreshEvery,
 		Record: filepath.Join(dir, "rec.jsonl"), Listen: "127.0.0.1:0", Textfile: dir,
 		Report:    filepath.Join(dir, "report.html"),
 		Listening: func(a string) { addr = a },
@@ -326,15 +361,16 @@ func TestFlags(t *testing.T) {
 	f.IO, _, _, _ = cmdutil.Test()
 	var got *WatchOptions
 	cmd := NewCmdWatch(f, func(o *WatchOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--state", "close-wait", "--interval", "2s", "--duration", "1m", "--listen", "127.0.0.1:9813", "--quiet"})
+	cmd.SetArgs([]string{"--state", "close-wait", "--interval", "2s", "--duration", "1m", "--listen", "127.0.0.1:9813", "--quiet", "--events", "off", "--refresh", "30s"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	if got.Interval != 2*time.Second || got.Duration != time.Minute || !got.Quiet || got.Listen != "127.0.0.1:9813" ||
-		got.Query.States != netstat.States(netstat.CloseWait) || got.Scan == nil {
+		got.Query.States != netstat.States(netstat.CloseWait) || got.Scan == nil ||
+		got.Events != "off" || got.Refresh != 30*time.Second {
 		t.Errorf("options = %+v", got)
 	}
-	for _, bad := range [][]string{{"--interval", "1ms"}, {"--listen", "9813"}, {"--state", "nope"}, {"--textfile", "/nonexistent"}} {
+	for _, bad := range [][]string{{"--interval", "1ms"}, {"--listen", "9813"}, {"--state", "nope"}, {"--textfile", "/nonexistent"}, {"--events", "maybe"}, {"--refresh", "0s"}} {
 		cmd := NewCmdWatch(f, func(*WatchOptions) error { return nil })
 		cmd.SetArgs(bad)
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true

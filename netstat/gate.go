@@ -1,0 +1,87 @@
+package netstat
+
+import (
+	"reflect"
+	"slices"
+	"time"
+)
+
+// StateChanges returns how many times, since some fixed start, a TCP socket
+// entered or left one of the states in mask (events.Counter counts them
+// from the kernel's inet_sock_set_state tracepoint).
+type StateChanges func(mask StateSet) (uint64, error)
+
+// DefaultRefreshEvery is how long a repeated scan gated by
+// Scanner.Changes serves its last dump when RefreshEvery is 0: the
+// attribution of a socket can change without a state change (an fd passed
+// to another process, a holder that exits while a forked child keeps the
+// socket), and so can Recv-Q and Send-Q, so a full scan runs at least this
+// often. It is DefaultInfoEvery, so that quiet periods' full scans are the
+// ones that refresh the CLOSE_WAIT ages from tcp_info.
+const DefaultRefreshEvery = DefaultInfoEvery
+
+// ungated are the states whose changes the tracepoint does not report: a
+// TIME_WAIT socket is a timewait socket that replaces the full one without
+// a state change of its own, and NEW_SYN_RECV is a request socket. A query
+// for them always dumps.
+const ungated = StateSet(1<<TimeWait | 1<<NewSynRecv)
+
+// scanGate is the last full scan of a Scanner with Changes.
+type scanGate struct {
+	valid bool
+	last  *Snapshot
+	q     Query
+	// changes is the count read before last's dump: a count still equal
+	// means nothing changed state since that dump began.
+	changes uint64
+}
+
+// changes reads s.Changes for q's states; gated is false when the scan
+// must dump regardless: no counter, a single scan, a state the counter does
+// not see, or a failed read.
+func (s *Scanner) changes(q Query) (n uint64, gated bool) {
+	states := q.states()
+	if s.Changes == nil || s.NoCache || states&ungated != 0 {
+		return 0, false
+	}
+	n, err := s.Changes(states)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// fresh reports whether a scan at now for q may serve the last dump:
+// the same query, no state change since, and that dump younger than
+// refresh (and not in the future: a clock set back forces a dump).
+func (g *scanGate) fresh(q Query, changes uint64, now time.Time, refresh time.Duration) bool {
+	if !g.valid || changes != g.changes {
+		return false
+	}
+	age := now.Sub(g.last.Time)
+	return age >= 0 && age < refresh && reflect.DeepEqual(q, g.q)
+}
+
+// carry returns the last dump as a snapshot at now: its sockets, with the
+// ages of those that had one advanced by the time since (nothing was
+// received: a receive would not change the state, but in CLOSE_WAIT the
+// peer has sent its FIN and sends nothing more), its processes and notes,
+// and Unchanged set.
+func (g *scanGate) carry(now time.Time) *Snapshot {
+	p := g.last
+	d := now.Sub(p.Time)
+	out := &Snapshot{
+		Time:      now,
+		Source:    p.Source,
+		Sockets:   slices.Clone(p.Sockets),
+		Processes: slices.Clone(p.Processes),
+		Notes:     p.Notes,
+		Unchanged: true,
+	}
+	for i := range out.Sockets {
+		if out.Sockets[i].HasAge {
+			out.Sockets[i].Age += d
+		}
+	}
+	return out
+}

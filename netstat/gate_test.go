@@ -1,0 +1,168 @@
+package netstat
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+)
+
+// gated is a Scanner over the real /proc whose state-change counter and
+// clock the test sets, so that each scan's choice between a dump and the
+// last dump is the test's to predict.
+type gated struct {
+	*Scanner
+	count uint64
+	err   error
+	calls int
+	masks []StateSet
+	clock time.Time
+}
+
+func newGated(t *testing.T, source string) *gated {
+	t.Helper()
+	g := &gated{Scanner: NewScanner("/proc"), clock: time.Now()}
+	g.Source = source
+	g.RefreshEvery = 5 * time.Second
+	g.Now = func() time.Time { return g.clock }
+	g.Changes = func(mask StateSet) (uint64, error) {
+		g.calls++
+		g.masks = append(g.masks, mask)
+		return g.count, g.err
+	}
+	return g
+}
+
+func (g *gated) scan(t *testing.T, q Query) *Snapshot {
+	t.Helper()
+	snap, err := g.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// closeWaitAges returns the CLOSE_WAIT sockets of snap by inode, with their ages.
+func closeWaitAges(snap *Snapshot) map[uint64]Socket {
+	out := map[uint64]Socket{}
+	for _, s := range snap.Sockets {
+		if s.State == CloseWait {
+			out[s.Inode] = s
+		}
+	}
+	return out
+}
+
+// TestScanGate checks when a scan with Changes serves its last dump: while
+// the counter holds and the dump is younger than RefreshEvery, for the same
+// query; and that it dumps again on any of those changing.
+func TestScanGate(t *testing.T) {
+	f := newFixture(t)
+	for i, src := range sources(t) {
+		t.Run(src, func(t *testing.T) {
+			g := newGated(t, src)
+			q := Query{States: States(CloseWait), PIDs: []int{os.Getpid(), f.child.PID}}
+			first := g.scan(t, q)
+			if first.Unchanged {
+				t.Fatal("first scan is Unchanged: it has no dump to serve")
+			}
+			if len(g.masks) != 1 || g.masks[0] != States(CloseWait) {
+				t.Errorf("Changes asked for %v, want [%v]", g.masks, States(CloseWait))
+			}
+			open := len(f.closeWait) - i // the sources before closed one each
+			before := closeWaitAges(first)
+			if len(before) != open {
+				t.Fatalf("first scan: %d CLOSE_WAIT, want %d", len(before), open)
+			}
+
+			// A socket that goes away while the counter holds is still
+			// served: proof that the second scan did not dump. (The real
+			// counter would have moved: the close is a state change.)
+			gone := f.closeWait[i] // one of this process's, one per source
+			gone.Close()
+			g.clock = g.clock.Add(2 * time.Second)
+			second := g.scan(t, q)
+			if !second.Unchanged {
+				t.Fatal("second scan dumped although the counter held")
+			}
+			if !second.Time.Equal(g.clock) {
+				t.Errorf("served snapshot time %v, want the scan's %v", second.Time, g.clock)
+			}
+			after := closeWaitAges(second)
+			if len(after) != len(before) {
+				t.Errorf("served %d CLOSE_WAIT, want the dump's %d", len(after), len(before))
+			}
+			for ino, b := range before {
+				a := after[ino]
+				if b.HasAge != a.HasAge || (b.HasAge && a.Age != b.Age+2*time.Second) {
+					t.Errorf("inode %d: age %v (has %v) served, want %v+2s (has %v)", ino, a.Age, a.HasAge, b.Age, b.HasAge)
+				}
+			}
+			// Serving copies: a caller changing what it got does not change
+			// what the next scan serves.
+			second.Sockets[0].RecvQ = 12345
+
+			// The counter moves: a dump, without the closed socket.
+			g.count++
+			g.clock = g.clock.Add(time.Second)
+			third := g.scan(t, q)
+			if third.Unchanged {
+				t.Fatal("third scan served the last dump although the counter moved")
+			}
+			if _, ok := closeWaitAges(third)[gone.Inode]; ok || len(third.Sockets) != open-1 {
+				t.Errorf("third scan: %d sockets (closed one present: %v), want %d", len(third.Sockets), ok, open-1)
+			}
+
+			g.clock = g.clock.Add(time.Second)
+			if s := g.scan(t, q); !s.Unchanged {
+				t.Error("fourth scan dumped although nothing moved")
+			} else {
+				for _, x := range s.Sockets {
+					if x.RecvQ == 12345 {
+						t.Error("a caller's change to a served snapshot was served again")
+					}
+				}
+			}
+
+			// RefreshEvery elapsed since the dump: a dump.
+			g.clock = g.clock.Add(5 * time.Second)
+			if s := g.scan(t, q); s.Unchanged {
+				t.Error("served a dump older than RefreshEvery")
+			}
+			// A clock set back: a dump.
+			g.clock = g.clock.Add(-time.Minute)
+			if s := g.scan(t, q); s.Unchanged {
+				t.Error("served a dump from the future")
+			}
+			// Another query: a dump.
+			q2 := q
+			q2.PIDs = []int{os.Getpid()}
+			if s := g.scan(t, q2); s.Unchanged {
+				t.Error("served another query's dump")
+			}
+			// A failed read of the counter: a dump.
+			g.err = errors.New("map lookup failed")
+			if s := g.scan(t, q2); s.Unchanged {
+				t.Error("served the last dump although the counter could not be read")
+			}
+		})
+	}
+}
+
+// TestScanGateUngatedStates checks that a query for TIME_WAIT, whose
+// sockets change without the tracepoint seeing it, always dumps without
+// asking the counter.
+func TestScanGateUngatedStates(t *testing.T) {
+	g := newGated(t, SourceAuto)
+	for _, q := range []Query{{}, {States: States(TimeWait)}, {States: States(CloseWait, NewSynRecv)}} {
+		for range 2 {
+			if s := g.scan(t, q); s.Unchanged {
+				t.Errorf("query for %v served the last dump", q.States)
+			}
+		}
+	}
+	if g.calls != 0 {
+		t.Errorf("Changes called %d times for queries it cannot gate", g.calls)
+	}
+}

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Measures what `kdiag watch` costs at 1 Hz: the CPU time (getrusage of the
+# Measures what `kdiag watch` costs at 1 Hz (with its default --events auto,
+# which as root gates the scans by the kernel's TCP state changes, and with
+# --events off): the CPU time (getrusage of the
 # watch process: user + system) over DURATION, with N CLOSE_WAIT and M
 # ESTABLISHED sockets held by bench/mksockets (the scan benchmark's socket
 # generator), for each watch configuration below. Results go in
@@ -63,6 +65,10 @@ PY
 # PROFILE=FILE writes the first run's CPU profile (go tool pprof kdiag FILE).
 run "watch --state close-wait,established (N=$N M=$M)" --state close-wait,established ${PROFILE:+--cpuprofile "$PROFILE"}
 run "watch --state close-wait (N=$N M=$M)" --state close-wait
+# The same without the kernel's state-change events (what a watch that is
+# not root, or --events off, costs): every scan dumps.
+run "watch --state close-wait,established --events off" --state close-wait,established --events off
+run "watch --state close-wait --events off" --state close-wait --events off
 run "watch --state close-wait,established --listen (scraped 1/s)" --state close-wait,established --listen 127.0.0.1:19813 &
 w=$!
 sleep 2

@@ -101,6 +101,11 @@ func raiseMemlock() error {
 // (EPERM), a kernel without the tracepoint and a verifier rejection all
 // leave the caller to scan without events.
 func unavailable(what string, err error) error {
+	if errors.Is(err, unix.EPERM) {
+		// cilium/ebpf's own text for it suggests raising RLIMIT_MEMLOCK,
+		// which Open has done where it can; what is missing is privilege.
+		return fmt.Errorf("%w: %s: not permitted (needs root, or CAP_BPF and CAP_PERFMON)", ErrUnavailable, what)
+	}
 	return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
 }
 

@@ -7,6 +7,7 @@ package watch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -107,6 +108,11 @@ more sockets; "draining" the same downward; "steady" otherwise.
 			}
 			if opts.Scan == nil {
 				sc, closeEvents, err := opts.scanner(f.ProcRoot)
+				if errors.Is(err, events.ErrUnavailable) && opts.Events == "auto" {
+					// auto goes on without: every scan dumps, as with off.
+					fmt.Fprintf(opts.IO.ErrOut, "kdiag watch: %v; every scan dumps (--events off says this is meant)\n", err)
+					err = nil
+				}
 				if err != nil {
 					return err
 				}
@@ -190,19 +196,17 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 }
 
 // openEvents opens the kernel's TCP state-change counter as --events says:
-// nil for off, and for auto when it cannot be attached (not root, an older
-// kernel) or when procRoot is not the host's /proc (a fixture tree has no
-// kernel behind it); an error for on when it cannot.
+// nil for off, and for auto when procRoot is not the host's /proc (a
+// fixture tree has no kernel behind it). When it cannot be attached (not
+// root, an older kernel) the error wraps events.ErrUnavailable, for auto
+// and on alike: the caller says it and, for auto, goes on without.
 func openEvents(mode, procRoot string) (*events.Counter, error) {
 	if mode == "off" || (mode == "auto" && procRoot != "/proc") {
 		return nil, nil
 	}
 	c, err := events.Open()
 	if err != nil {
-		if mode == "on" {
-			return nil, fmt.Errorf("--events on: %w (needs root, or CAP_BPF and CAP_PERFMON; --events off dumps every interval)", err)
-		}
-		return nil, nil
+		return nil, fmt.Errorf("--events %s: %w", mode, err)
 	}
 	return c, nil
 }

@@ -441,3 +441,21 @@ func TestKill9LeavesWholeLines(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenEventsModes checks the cases of --events that need no kernel:
+// off never opens a counter, and auto does not over a /proc fixture tree,
+// whose sockets no tracepoint sees.
+func TestOpenEventsModes(t *testing.T) {
+	for _, tc := range []struct{ mode, root string }{{"off", "/proc"}, {"auto", "testdata/proc"}, {"off", "testdata/proc"}} {
+		c, err := openEvents(tc.mode, tc.root)
+		if c != nil || err != nil {
+			t.Errorf("openEvents(%q, %q) = %v, %v; want no counter and no error", tc.mode, tc.root, c, err)
+		}
+	}
+	// on over a fixture tree still tries: the user asked for it.
+	if c, err := openEvents("on", "testdata/proc"); c != nil {
+		c.Close()
+	} else if !errors.Is(err, events.ErrUnavailable) {
+		t.Errorf("openEvents(on) failed with %v, want an error wrapping ErrUnavailable", err)
+	}
+}

@@ -61,6 +61,34 @@ func (q Query) matchSocket(s *Socket) bool {
 	return true
 }
 
+// RemotePortSet returns ports such that every socket the query keeps has its
+// remote port among them, sorted, or nil when it may keep any port: the
+// ports of RemotePorts, else of Brokers, else of Remotes, the first of them
+// whose every entry names a port (the filters all apply, so any one bounds
+// the ports). `kdiag watch --events` counts only these ports' changes.
+func (q Query) RemotePortSet() []uint16 {
+	if len(q.RemotePorts) > 0 {
+		return sortedPorts(q.RemotePorts)
+	}
+	for _, eps := range [][]Endpoint{q.Brokers, q.Remotes} {
+		if len(eps) == 0 || slices.ContainsFunc(eps, func(e Endpoint) bool { return e.Port == 0 }) {
+			continue
+		}
+		ports := make([]uint16, len(eps))
+		for i, e := range eps {
+			ports[i] = e.Port
+		}
+		return sortedPorts(ports)
+	}
+	return nil
+}
+
+func sortedPorts(p []uint16) []uint16 {
+	p = slices.Clone(p)
+	slices.Sort(p)
+	return slices.Compact(p)
+}
+
 func matchAny(eps []Endpoint, ap netip.AddrPort) bool {
 	for _, e := range eps {
 		if e.Match(ap) {

@@ -2,6 +2,7 @@ package netstat
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -106,5 +107,25 @@ func TestQueryMatchSocket(t *testing.T) {
 				t.Errorf("matchSocket = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestQueryRemotePortSet(t *testing.T) {
+	ep := func(port uint16) Endpoint { return Endpoint{Host: "kafka", Port: port} }
+	for _, tc := range []struct {
+		name string
+		q    Query
+		want []uint16
+	}{
+		{"no filter", Query{}, nil},
+		{"--port", Query{RemotePorts: []uint16{9093, 9092, 9093}}, []uint16{9092, 9093}},
+		{"--port bounds --brokers", Query{RemotePorts: []uint16{9092}, Brokers: []Endpoint{ep(9092), ep(9094)}}, []uint16{9092}},
+		{"--brokers", Query{Brokers: []Endpoint{ep(9094), ep(9092)}}, []uint16{9092, 9094}},
+		{"--brokers with a portless host, --remote bounds", Query{Brokers: []Endpoint{ep(0)}, Remotes: []Endpoint{ep(19092)}}, []uint16{19092}},
+		{"--remote without port", Query{Remotes: []Endpoint{ep(9092), ep(0)}}, nil},
+	} {
+		if got := tc.q.RemotePortSet(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: RemotePortSet() = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

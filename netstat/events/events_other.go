@@ -11,7 +11,7 @@ import (
 type Counter struct{}
 
 // Open fails: the tracepoint program needs Linux.
-func Open() (*Counter, error) {
+func Open(remotePorts ...uint16) (*Counter, error) {
 	return nil, fmt.Errorf("%w: needs Linux, and this is %s", ErrUnavailable, runtime.GOOS)
 }
 

@@ -44,7 +44,9 @@ func TestTouching(t *testing.T) {
 
 // open returns a Counter, or skips where the kernel does not allow one (not
 // root, no BPF): the one case the test cannot check.
-func open(t *testing.T) *Counter {
+// With ports, the plain program must load first: a filtered one that the
+// verifier rejects where the plain one loads is a bug, not a skip.
+func open(t *testing.T, remotePorts ...uint16) *Counter {
 	t.Helper()
 	c, err := Open()
 	if errors.Is(err, ErrUnavailable) {
@@ -52,6 +54,12 @@ func open(t *testing.T) *Counter {
 	}
 	if err != nil {
 		t.Fatalf("Open: %v (want nil or ErrUnavailable)", err)
+	}
+	if len(remotePorts) > 0 {
+		c.Close()
+		if c, err = Open(remotePorts...); err != nil {
+			t.Fatalf("Open(%v): %v, where Open() works", remotePorts, err)
+		}
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
@@ -132,5 +140,49 @@ func TestCountersAreIndependent(t *testing.T) {
 	}
 	if b[i] > a[i] {
 		t.Errorf("second counter, opened later, counted %d, more than the first's %d", b[i], a[i])
+	}
+}
+
+// TestCounterFiltersRemotePorts checks that a Counter opened with remote
+// ports counts the changes of sockets to those ports and no others: two
+// sets of CLOSE_WAIT sockets, each to its own listener, are closed, and
+// only the closes of the set whose port was given are counted.
+func TestCounterFiltersRemotePorts(t *testing.T) {
+	want := sockettest.CloseWait(t, "tcp4", 3)
+	other := append(sockettest.CloseWait(t, "tcp4", 2), sockettest.CloseWait(t, "tcp6", 2)...)
+	port := want[0].Remote.Port()
+	for _, s := range other {
+		if s.Remote.Port() == port {
+			t.Skipf("two listeners on port %d: the test needs distinct ones", port)
+		}
+	}
+	c := open(t, port)
+	base, err := c.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(other, want...) {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := closeWait*States + lastAck
+	deadline := time.Now().Add(5 * time.Second)
+	var got uint64
+	for {
+		n, err := c.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = n[i] - base[i]; got >= uint64(len(want)) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Exactly: the other sockets' closes, made first, were not counted.
+	// (Another test's socket would need a remote port of this test's
+	// listener to add to it.)
+	if got != uint64(len(want)) {
+		t.Errorf("CLOSE_WAIT -> LAST_ACK counted %d times, want %d (the closes to port %d only)", got, len(want), port)
 	}
 }

@@ -184,7 +184,9 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 	sc := netstat.NewScanner(procRoot)
 	sc.Source = o.Filters.Source
 	sc.RefreshEvery = o.Refresh
-	c, err := openEvents(o.Events, procRoot)
+	// Only the changes of sockets the query can keep wake a scan: with
+	// --port or --brokers, the rest of the host's connections do not.
+	c, err := openEvents(o.Events, procRoot, o.Query.RemotePortSet())
 	if err != nil || c == nil {
 		return sc, func() {}, err
 	}
@@ -200,11 +202,11 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 // fixture tree has no kernel behind it). When it cannot be attached (not
 // root, an older kernel) the error wraps events.ErrUnavailable, for auto
 // and on alike: the caller says it and, for auto, goes on without.
-func openEvents(mode, procRoot string) (*events.Counter, error) {
+func openEvents(mode, procRoot string, remotePorts []uint16) (*events.Counter, error) {
 	if mode == "off" || (mode == "auto" && procRoot != "/proc") {
 		return nil, nil
 	}
-	c, err := events.Open()
+	c, err := events.Open(remotePorts...)
 	if err != nil {
 		return nil, fmt.Errorf("--events %s: %w", mode, err)
 	}

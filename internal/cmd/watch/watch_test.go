@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,7 +144,7 @@ func countCW(s *netstat.Snapshot, pid int) int {
 // with the real Scanner, and checks the analyzer's verdict for each phase
 // and for "now" at the end of the whole series.
 func TestPhasesWithRealScanner(t *testing.T) {
-	phases(t, netstat.NewScanner("/proc"))
+	phases(t, func(*leaker) *WatchOptions { return &WatchOptions{Events: "off"} })
 }
 
 // TestPhasesWithEvents runs the same phases with the Scanner that
@@ -151,8 +152,38 @@ func TestPhasesWithRealScanner(t *testing.T) {
 // state-change counter must see every CLOSE_WAIT opened and closed, at the
 // next scan, as the dumps do.
 func TestPhasesWithEvents(t *testing.T) {
-	o := &WatchOptions{Events: "on", Refresh: time.Minute}
-	sc, closeEvents, err := o.scanner("/proc")
+	served := phases(t, func(*leaker) *WatchOptions { return &WatchOptions{Events: "on", Refresh: time.Minute} })
+	// Not asserted: other tests' sockets, run alongside, change states
+	// at any time and make a scan dump.
+	t.Logf("%d scans served the last dump", served)
+}
+
+// TestPhasesWithEventsOnPort watches only the sockets to the leaker's
+// listener (--port), so that the counter counts only their changes: the
+// scans of the hold phase, and only those, serve the last dump.
+func TestPhasesWithEventsOnPort(t *testing.T) {
+	served := phases(t, func(l *leaker) *WatchOptions {
+		ap := netip.MustParseAddrPort(l.closeAddr)
+		return &WatchOptions{Events: "on", Refresh: time.Minute, Query: netstat.Query{RemotePorts: []uint16{ap.Port()}}}
+	})
+	if served != phaseSteps {
+		t.Errorf("%d scans served the last dump, want the hold phase's %d", served, phaseSteps)
+	}
+}
+
+// phaseSteps is how many scans each phase of phases takes.
+const phaseSteps = 8
+
+// phases runs the grow, hold and drain phases with the Scanner the options
+// mk returns build (their Query adds to the leaker's pid and states), and
+// returns how many scans served their last dump (Snapshot.Unchanged).
+func phases(t *testing.T, mk func(*leaker) *WatchOptions) (served int) {
+	l := startLeaker(t)
+	wo := mk(l)
+	q := wo.Query
+	q.States, q.PIDs = netstat.States(netstat.CloseWait, netstat.Established), []int{l.pid}
+	wo.Query = q
+	sc, closeEvents, err := wo.scanner("/proc")
 	if errors.Is(err, events.ErrUnavailable) {
 		t.Skipf("no events here: %v", err)
 	}
@@ -160,20 +191,9 @@ func TestPhasesWithEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeEvents()
-	if sc.Changes == nil {
-		t.Fatal("--events on gave a Scanner without Changes")
+	if (sc.Changes != nil) != (wo.Events == "on") {
+		t.Fatalf("--events %s gave a Scanner with Changes %v", wo.Events, sc.Changes != nil)
 	}
-	served := phases(t, sc)
-	// Not asserted: other tests' sockets, run alongside, change states
-	// at any time and make a scan dump.
-	t.Logf("%d scans served the last dump", served)
-}
-
-// phases runs the grow, hold and drain phases with sc and returns how many
-// scans served their last dump (Snapshot.Unchanged).
-func phases(t *testing.T, sc *netstat.Scanner) (served int) {
-	l := startLeaker(t)
-	q := netstat.Query{States: netstat.States(netstat.CloseWait, netstat.Established), PIDs: []int{l.pid}}
 	var all []netstat.Snapshot
 	sample := func(want int) netstat.Snapshot {
 		// Pacing, not a timing assertion: the verdicts need a window of
@@ -192,7 +212,7 @@ func phases(t *testing.T, sc *netstat.Scanner) (served int) {
 		all = append(all, *s)
 		return *s
 	}
-	const step, steps = 5, 8
+	const step, steps = 5, phaseSteps
 	var grow, hold, drain []netstat.Snapshot
 	for i := 1; i <= steps; i++ {
 		l.do(t, fmt.Sprintf("open %d", step))
@@ -447,13 +467,13 @@ func TestKill9LeavesWholeLines(t *testing.T) {
 // whose sockets no tracepoint sees.
 func TestOpenEventsModes(t *testing.T) {
 	for _, tc := range []struct{ mode, root string }{{"off", "/proc"}, {"auto", "testdata/proc"}, {"off", "testdata/proc"}} {
-		c, err := openEvents(tc.mode, tc.root)
+		c, err := openEvents(tc.mode, tc.root, nil)
 		if c != nil || err != nil {
 			t.Errorf("openEvents(%q, %q) = %v, %v; want no counter and no error", tc.mode, tc.root, c, err)
 		}
 	}
 	// on over a fixture tree still tries: the user asked for it.
-	if c, err := openEvents("on", "testdata/proc"); c != nil {
+	if c, err := openEvents("on", "testdata/proc", []uint16{9092}); c != nil {
 		c.Close()
 	} else if !errors.Is(err, events.ErrUnavailable) {
 		t.Errorf("openEvents(on) failed with %v, want an error wrapping ErrUnavailable", err)

@@ -8,9 +8,14 @@ package analyzer
 //	INTERVAL=1s STEP=5 GROW=12 HOLD=6 DRAIN=6 PER=10 scripts/record-leak.sh analyzer/testdata/grow-hold-drain.jsonl
 
 import (
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/record"
@@ -105,4 +110,46 @@ func countState(s *netstat.Snapshot, st netstat.State) int {
 		}
 	}
 	return n
+}
+
+// TestUnchangedSamplesSkipSockets checks that a Tracker given snapshots
+// that serve the last dump again (Unchanged, with that dump's Dump number,
+// as kdiag watch --events makes them) computes exactly what it computes
+// from the same snapshots going through their sockets: the recorded
+// series, each snapshot followed by two served again, 250 and 500 ms later
+// with the ages advanced, fed once with the Dump numbers and once without.
+func TestUnchangedSamplesSkipSockets(t *testing.T) {
+	rec := loadRecording(t, "testdata/grow-hold-drain.jsonl")
+	var series []netstat.Snapshot
+	for i, s := range rec {
+		s.Dump = uint64(i + 1)
+		series = append(series, s)
+		for _, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond} {
+			c := s
+			c.Time, c.Unchanged = s.Time.Add(d), true
+			c.Sockets = slices.Clone(s.Sockets)
+			for j := range c.Sockets {
+				if c.Sockets[j].HasAge {
+					c.Sockets[j].Age += d
+				}
+			}
+			series = append(series, c)
+		}
+	}
+	opts := Options{IsBroker: func(ap netip.AddrPort) bool { return ap.Port() == rec[0].Sockets[0].Local.Port() }, Window: 15 * time.Second}
+	fast, slow := NewTracker(opts), NewTracker(opts)
+	for i, s := range series {
+		fast.Add(&s)
+		s.Dump = 0
+		slow.Add(&s)
+		if d := cmp.Diff(slow.Current(), fast.Current(), cmpopts.IgnoreUnexported(CloseWaitSocket{}), cmpopts.EquateComparable(netip.AddrPort{}, netip.Addr{})); d != "" {
+			t.Fatalf("sample %d: Current differs (-through sockets +skipping them):\n%s", i, d)
+		}
+	}
+	if d := cmp.Diff(slow.Analysis(), fast.Analysis(), cmpopts.IgnoreUnexported(CloseWaitSocket{}), cmpopts.EquateComparable(netip.AddrPort{}, netip.Addr{})); d != "" {
+		t.Errorf("Analysis differs (-through sockets +skipping them):\n%s", d)
+	}
+	if fast.Samples() != slow.Samples() || fast.Samples() < 3 {
+		t.Errorf("samples: %d and %d", fast.Samples(), slow.Samples())
+	}
 }

@@ -32,6 +32,10 @@ type Tracker struct {
 	cwTuple map[tupleID]*CloseWaitSocket
 	gen     uint64
 	notes   map[string]int
+	// lastDump is the netstat.Snapshot.Dump of the last sample added, 0
+	// when unknown: a sample that serves the same dump again has the same
+	// sockets (see addUnchanged).
+	lastDump uint64
 	// noteOrder keeps notes in the order first seen, for stable output.
 	noteOrder []string
 	sources   map[string]bool
@@ -121,17 +125,13 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 	if n := len(t.times); n > 0 && s.Time.Before(t.times[n-1]) {
 		return
 	}
+	if s.Unchanged && s.Dump != 0 && s.Dump == t.lastDump && len(t.times) > 0 {
+		t.addUnchanged(s)
+		return
+	}
+	t.lastDump = s.Dump
 	idx := t.base + len(t.times)
-	t.times = append(t.times, s.Time)
-	if s.Source != "" {
-		t.sources[s.Source] = true
-	}
-	for _, n := range s.Notes {
-		if _, ok := t.notes[n]; !ok {
-			t.noteOrder = append(t.noteOrder, n)
-		}
-		t.notes[n]++
-	}
+	t.addSample(s)
 
 	byPID := make(map[int]*netstat.Process, len(s.Processes))
 	for i := range s.Processes {
@@ -196,6 +196,66 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 		}
 	}
 	t.trim()
+}
+
+// addSample records s's time, source and notes.
+func (t *Tracker) addSample(s *netstat.Snapshot) {
+	t.times = append(t.times, s.Time)
+	if s.Source != "" {
+		t.sources[s.Source] = true
+	}
+	for _, n := range s.Notes {
+		if _, ok := t.notes[n]; !ok {
+			t.noteOrder = append(t.noteOrder, n)
+		}
+		t.notes[n]++
+	}
+}
+
+// addUnchanged adds s, a snapshot that serves the same dump as the last
+// sample (netstat's Scanner with events: the same sockets and processes,
+// the ages advanced by the time between), without going through its
+// sockets: every count repeats the last sample's, every live CLOSE_WAIT
+// socket is seen again and is older by the time since, and the processes
+// seen then are seen now. That is what Add would compute from the sockets,
+// at a cost per process and CLOSE_WAIT socket instead of per socket.
+func (t *Tracker) addUnchanged(s *netstat.Snapshot) {
+	prev := t.times[len(t.times)-1]
+	d := s.Time.Sub(prev)
+	t.addSample(s)
+	t.gen++
+	for _, c := range t.cw {
+		t.seenAgain(c, s.Time, d)
+	}
+	for _, c := range t.cwTuple {
+		t.seenAgain(c, s.Time, d)
+	}
+	for _, ps := range t.procs {
+		if ps.lastSeen.Equal(prev) {
+			ps.lastSeen = s.Time
+		}
+		ps.counts = append(ps.counts, lastCounts(ps.counts))
+		for _, rs := range ps.remotes {
+			rs.counts = append(rs.counts, lastCounts(rs.counts))
+		}
+	}
+	t.trim()
+}
+
+// seenAgain marks c seen by the current sample at, d after the last.
+func (t *Tracker) seenAgain(c *CloseWaitSocket, at time.Time, d time.Duration) {
+	c.LastSeen, c.gen = at, t.gen
+	if c.HasAge {
+		c.Age += d
+	}
+}
+
+// lastCounts is the last sample's counts of a series (zero for none).
+func lastCounts(c []Counts) Counts {
+	if len(c) == 0 {
+		return Counts{}
+	}
+	return c[len(c)-1]
 }
 
 // proc returns the state of the process holding a socket of pid (meta is

@@ -77,6 +77,7 @@ func (g *scanGate) carry(now time.Time) *Snapshot {
 		Processes: slices.Clone(p.Processes),
 		Notes:     p.Notes,
 		Unchanged: true,
+		Dump:      p.Dump,
 	}
 	for i := range out.Sockets {
 		if out.Sockets[i].HasAge {

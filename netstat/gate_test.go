@@ -86,6 +86,9 @@ func TestScanGate(t *testing.T) {
 			if !second.Unchanged {
 				t.Fatal("second scan dumped although the counter held")
 			}
+			if second.Dump == 0 || second.Dump != first.Dump {
+				t.Errorf("served snapshot has Dump %d, want the first's %d", second.Dump, first.Dump)
+			}
 			if !second.Time.Equal(g.clock) {
 				t.Errorf("served snapshot time %v, want the scan's %v", second.Time, g.clock)
 			}
@@ -109,6 +112,9 @@ func TestScanGate(t *testing.T) {
 			third := g.scan(t, q)
 			if third.Unchanged {
 				t.Fatal("third scan served the last dump although the counter moved")
+			}
+			if third.Dump == first.Dump {
+				t.Errorf("a new dump kept Dump %d", third.Dump)
 			}
 			if _, ok := closeWaitAges(third)[gone.Inode]; ok || len(third.Sockets) != open-1 {
 				t.Errorf("third scan: %d sockets (closed one present: %v), want %d", len(third.Sockets), ok, open-1)

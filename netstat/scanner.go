@@ -69,6 +69,8 @@ type Scanner struct {
 	// dump; 0 means DefaultRefreshEvery.
 	RefreshEvery time.Duration
 
+	// dumps counts the full scans, for Snapshot.Dump.
+	dumps uint64
 	// gate is what the last full scan left for the scans that Changes
 	// lets skip it.
 	gate scanGate
@@ -249,6 +251,8 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.attributionNotes(snap.Sockets, stats, &n)
 	snap.Processes = s.processes(ctx, snap.Sockets, groups, q, &n)
 	snap.Notes = n.list
+	s.dumps++
+	snap.Dump = s.dumps
 	if gated {
 		s.gate = scanGate{last: snap, q: q, changes: changes, valid: true}
 	}

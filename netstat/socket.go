@@ -282,4 +282,9 @@ type Snapshot struct {
 	// than dump: the counts are current, Recv-Q, Send-Q and holders are
 	// as of that dump (at most Scanner.RefreshEvery ago).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// Dump numbers the Scanner's dumps, from 1: an Unchanged snapshot has
+	// the Dump of the one whose sockets it serves, so that a consumer that
+	// saw that one can skip the sockets (analyzer.Tracker does). 0 when
+	// unknown, as in a snapshot read back from a recording.
+	Dump uint64 `json:"-"`
 }

@@ -69,9 +69,17 @@ run "watch --state close-wait (N=$N M=$M)" --state close-wait
 # not root, or --events off, costs): every scan dumps.
 run "watch --state close-wait,established --events off" --state close-wait,established --events off
 run "watch --state close-wait --events off" --state close-wait --events off
-run "watch --state close-wait,established --listen (scraped 1/s)" --state close-wait,established --listen 127.0.0.1:19813 &
-w=$!
-sleep 2
-end=$((SECONDS + ${DURATION%s} - 3))
-while [ $SECONDS -lt $end ]; do curl -s -o /dev/null http://127.0.0.1:19813/metrics 2>/dev/null || python3 -c 'import urllib.request;urllib.request.urlopen("http://127.0.0.1:19813/metrics").read()' 2>/dev/null || true; sleep 1; done
-wait $w
+# scraped LABEL ARGS...: a run with --listen, its metrics scraped every
+# second meanwhile. Each scrape is a TCP connection on 127.0.0.1, whose state
+# changes wake an --events watch unless its query leaves them out (--port).
+scraped() {
+  local label=$1; shift
+  run "$label" --listen 127.0.0.1:19813 "$@" &
+  local w=$!
+  sleep 2
+  local end=$((SECONDS + ${DURATION%s} - 3))
+  while [ $SECONDS -lt $end ]; do curl -s -o /dev/null http://127.0.0.1:19813/metrics 2>/dev/null || python3 -c 'import urllib.request;urllib.request.urlopen("http://127.0.0.1:19813/metrics").read()' 2>/dev/null || true; sleep 1; done
+  wait $w
+}
+scraped "watch --state close-wait,established --listen (scraped 1/s)" --state close-wait,established
+scraped "watch --state close-wait,established --port 9092 --listen (scraped 1/s)" --state close-wait,established --port 9092

@@ -89,6 +89,12 @@ A verdict needs at least 6 samples over 30 s: "growing" is a least-squares
 slope at least 3 standard errors above zero with a fitted change of 3 or
 more sockets; "draining" the same downward; "steady" otherwise.
 
+As root (or with CAP_BPF and CAP_PERFMON), --events auto attaches an eBPF
+counter of the kernel's TCP state changes: a scan in which no watched socket
+changed state serves the last dump again, ages advanced, instead of dumping;
+a full dump still runs every --refresh. With --port, --brokers or --remote
+HOST:PORT only the changes of sockets to those ports count.
+
   --record FILE    appends every snapshot as one JSON line (replay with kdiag report)
   --listen ADDR    serves Prometheus metrics on http://ADDR/metrics
   --textfile DIR   writes DIR/kdiag.prom for node_exporter's textfile collector

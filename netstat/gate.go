@@ -26,11 +26,11 @@ const DefaultRefreshEvery = DefaultInfoEvery
 // for them always dumps.
 const ungated = StateSet(1<<TimeWait | 1<<NewSynRecv)
 
-// scanGate is the last full scan of a Scanner with Changes.
+// scanGate is the last full scan of a Scanner with Changes (last is nil
+// before the first).
 type scanGate struct {
-	valid bool
-	last  *Snapshot
-	q     Query
+	last *Snapshot
+	q    Query
 	// changes is the count read before last's dump: a count still equal
 	// means nothing changed state since that dump began.
 	changes uint64
@@ -55,7 +55,7 @@ func (s *Scanner) changes(q Query) (n uint64, gated bool) {
 // the same query, no state change since, and that dump younger than
 // refresh (and not in the future: a clock set back forces a dump).
 func (g *scanGate) fresh(q Query, changes uint64, now time.Time, refresh time.Duration) bool {
-	if !g.valid || changes != g.changes {
+	if g.last == nil || changes != g.changes {
 		return false
 	}
 	age := now.Sub(g.last.Time)

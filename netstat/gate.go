@@ -26,6 +26,11 @@ const DefaultRefreshEvery = DefaultInfoEvery
 // for them always dumps.
 const ungated = StateSet(1<<TimeWait | 1<<NewSynRecv)
 
+// Gateable reports whether a Scanner's Changes can tell a scan of q that
+// nothing changed: not when q asks for TIME_WAIT or NEW_SYN_RECV (the
+// default, all states, does).
+func (q Query) Gateable() bool { return q.states()&ungated == 0 }
+
 // scanGate is the last full scan of a Scanner with Changes (last is nil
 // before the first).
 type scanGate struct {
@@ -40,11 +45,10 @@ type scanGate struct {
 // must dump regardless: no counter, a single scan, a state the counter does
 // not see, or a failed read.
 func (s *Scanner) changes(q Query) (n uint64, gated bool) {
-	states := q.states()
-	if s.Changes == nil || s.NoCache || states&ungated != 0 {
+	if s.Changes == nil || s.NoCache || !q.Gateable() {
 		return 0, false
 	}
-	n, err := s.Changes(states)
+	n, err := s.Changes(q.states())
 	if err != nil {
 		return 0, false
 	}

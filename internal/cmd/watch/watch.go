@@ -93,7 +93,9 @@ As root (or with CAP_BPF and CAP_PERFMON), --events auto attaches an eBPF
 counter of the kernel's TCP state changes: a scan in which no watched socket
 changed state serves the last dump again, ages advanced, instead of dumping;
 a full dump still runs every --refresh. With --port, --brokers or --remote
-HOST:PORT only the changes of sockets to those ports count.
+HOST:PORT only the changes of sockets to those ports count. The events do not
+report TIME_WAIT, which the default --state all includes: watch named states,
+e.g. --state close-wait,established, to use them.
 
   --record FILE    appends every snapshot as one JSON line (replay with kdiag report)
   --listen ADDR    serves Prometheus metrics on http://ADDR/metrics
@@ -161,6 +163,9 @@ func (o *WatchOptions) complete() error {
 	default:
 		return cmdutil.UsageErrorf("--events %q: want auto, on or off", o.Events)
 	}
+	if o.Events == "on" && !q.Gateable() {
+		return cmdutil.UsageErrorf("--events on: the kernel's state-change events do not report TIME_WAIT or NEW_SYN_RECV sockets, which --state %s includes; choose states without them, e.g. --state close-wait,established", o.Filters.States)
+	}
 	if o.Refresh <= 0 {
 		return cmdutil.UsageErrorf("--refresh %s: want a positive duration, e.g. 10s", o.Refresh)
 	}
@@ -190,9 +195,7 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 	sc := netstat.NewScanner(procRoot)
 	sc.Source = o.Filters.Source
 	sc.RefreshEvery = o.Refresh
-	// Only the changes of sockets the query can keep wake a scan: with
-	// --port or --brokers, the rest of the host's connections do not.
-	c, err := openEvents(o.Events, procRoot, o.Query.RemotePortSet())
+	c, err := openEvents(o.Events, procRoot, o.Query)
 	if err != nil || c == nil {
 		return sc, func() {}, err
 	}
@@ -205,14 +208,19 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 
 // openEvents opens the kernel's TCP state-change counter as --events says:
 // nil for off, and for auto when procRoot is not the host's /proc (a
-// fixture tree has no kernel behind it). When it cannot be attached (not
+// fixture tree has no kernel behind it) or q cannot be gated (its states
+// include TIME_WAIT, as the default all does: nothing to count for). It
+// counts only the changes of sockets to q's remote ports, when q has some.
+// When it cannot be attached (not
 // root, an older kernel) the error wraps events.ErrUnavailable, for auto
 // and on alike: the caller says it and, for auto, goes on without.
-func openEvents(mode, procRoot string, remotePorts []uint16) (*events.Counter, error) {
-	if mode == "off" || (mode == "auto" && procRoot != "/proc") {
+func openEvents(mode, procRoot string, q netstat.Query) (*events.Counter, error) {
+	if mode == "off" || (mode == "auto" && (procRoot != "/proc" || !q.Gateable())) {
 		return nil, nil
 	}
-	c, err := events.Open(remotePorts...)
+	// Only the changes of sockets the query can keep wake a scan: with
+	// --port or --brokers, the rest of the host's connections do not.
+	c, err := events.Open(q.RemotePortSet()...)
 	if err != nil {
 		return nil, fmt.Errorf("--events %s: %w", mode, err)
 	}

@@ -390,7 +390,7 @@ func TestFlags(t *testing.T) {
 		got.Events != "off" || got.Refresh != 30*time.Second {
 		t.Errorf("options = %+v", got)
 	}
-	for _, bad := range [][]string{{"--interval", "1ms"}, {"--listen", "9813"}, {"--state", "nope"}, {"--textfile", "/nonexistent"}, {"--events", "maybe"}, {"--refresh", "0s"}} {
+	for _, bad := range [][]string{{"--interval", "1ms"}, {"--listen", "9813"}, {"--state", "nope"}, {"--textfile", "/nonexistent"}, {"--events", "maybe"}, {"--refresh", "0s"}, {"--events", "on"}, {"--events", "on", "--state", "close-wait,time-wait"}} {
 		cmd := NewCmdWatch(f, func(*WatchOptions) error { return nil })
 		cmd.SetArgs(bad)
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
@@ -464,16 +464,21 @@ func TestKill9LeavesWholeLines(t *testing.T) {
 
 // TestOpenEventsModes checks the cases of --events that need no kernel:
 // off never opens a counter, and auto does not over a /proc fixture tree,
-// whose sockets no tracepoint sees.
+// whose sockets no tracepoint sees, nor for a query of all states, which
+// includes TIME_WAIT.
 func TestOpenEventsModes(t *testing.T) {
-	for _, tc := range []struct{ mode, root string }{{"off", "/proc"}, {"auto", "testdata/proc"}, {"off", "testdata/proc"}} {
-		c, err := openEvents(tc.mode, tc.root, nil)
+	cw := netstat.Query{States: netstat.States(netstat.CloseWait)}
+	for _, tc := range []struct {
+		mode, root string
+		q          netstat.Query
+	}{{"off", "/proc", cw}, {"auto", "testdata/proc", cw}, {"off", "testdata/proc", cw}, {"auto", "/proc", netstat.Query{}}} {
+		c, err := openEvents(tc.mode, tc.root, tc.q)
 		if c != nil || err != nil {
 			t.Errorf("openEvents(%q, %q) = %v, %v; want no counter and no error", tc.mode, tc.root, c, err)
 		}
 	}
 	// on over a fixture tree still tries: the user asked for it.
-	if c, err := openEvents("on", "testdata/proc", []uint16{9092}); c != nil {
+	if c, err := openEvents("on", "testdata/proc", netstat.Query{States: cw.States, RemotePorts: []uint16{9092}}); c != nil {
 		c.Close()
 	} else if !errors.Is(err, events.ErrUnavailable) {
 		t.Errorf("openEvents(on) failed with %v, want an error wrapping ErrUnavailable", err)

@@ -48,27 +48,14 @@ if [ -z "${KDIAG_BENCH_INNER:-}" ]; then
 fi
 
 # Inner part: in the namespace the sockets live in.
-holder=""
-cleanup() {
-  if [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null; then
-    kill -TERM "$holder" 2>/dev/null || true
-    wait "$holder" 2>/dev/null || true
-  fi
-}
-trap cleanup EXIT INT TERM
+. bench/lib.sh
+trap stop_holder EXIT INT TERM
 if [ "$(ip -o link show lo 2>/dev/null | grep -c 'state DOWN\|state UNKNOWN' || true)" != 0 ]; then
   ip link set lo up 2>/dev/null || true
 fi
 
 echo "== holding $N CLOSE_WAIT and $M ESTABLISHED sockets" >&2
-"$BIN/mksockets" -closewait "$N" -established "$M" -lifetime "$LIFETIME" >"$BIN/ready" &
-holder=$!
-for _ in $(seq 1 600); do
-  grep -q READY "$BIN/ready" 2>/dev/null && break
-  kill -0 "$holder" 2>/dev/null || { echo "bench/scan.sh: mksockets failed" >&2; exit 1; }
-  sleep 0.2
-done
-grep READY "$BIN/ready" >&2 || { echo "bench/scan.sh: mksockets not ready" >&2; exit 1; }
+hold_sockets "$BIN/mksockets" "$BIN" "$N" "$M" "$LIFETIME"
 
 # What both tools should see, and whether kdiag attributes all of it.
 cw=$(ss -tanH state close-wait | wc -l)

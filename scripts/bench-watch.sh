@@ -23,9 +23,9 @@ if [ -z "${IN_NETNS:-}" ] && [ "${ISOLATE:-1}" = 1 ] && [ "$(id -u)" = 0 ] && co
 fi
 N=${N:-20000} M=${M:-40000} DURATION=${DURATION:-60s} LIFETIME=${LIFETIME:-15m}
 tmp=$(mktemp -d)
-holder=""
+. bench/lib.sh
 cleanup() {
-  if [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null; then kill -TERM "$holder"; wait "$holder" 2>/dev/null || true; fi
+  stop_holder
   rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -34,14 +34,7 @@ go build -o "$tmp/mksockets" ./bench/mksockets
 # EXISTING=1 measures against the sockets already on the host (e.g. those
 # of a bench/scan.sh run in progress) instead of starting mksockets.
 if [ -z "${EXISTING:-}" ]; then
-  "$tmp/mksockets" -closewait "$N" -established "$M" -lifetime "$LIFETIME" >"$tmp/ready" &
-  holder=$!
-  for _ in $(seq 1 900); do
-    grep -q READY "$tmp/ready" 2>/dev/null && break
-    kill -0 "$holder" 2>/dev/null || { echo "mksockets failed" >&2; exit 1; }
-    sleep 0.2
-  done
-  grep READY "$tmp/ready" >&2
+  hold_sockets "$tmp/mksockets" "$tmp" "$N" "$M" "$LIFETIME"
 fi
 N=$(ss -tanH state close-wait | wc -l) M=$(ss -tanH state established | wc -l)
 echo "== kernel: $N CLOSE_WAIT, $M ESTABLISHED" >&2

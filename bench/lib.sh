@@ -1,0 +1,29 @@
+# Shared by bench/scan.sh and scripts/bench-watch.sh: source it, then
+#
+#   hold_sockets MKSOCKETS DIR N M LIFETIME
+#
+# starts bench/mksockets holding N CLOSE_WAIT and M ESTABLISHED sockets, sets
+# $holder to its pid, waits (at most 3 minutes) until it prints READY, and
+# echoes that line to stderr. stop_holder stops it; call it from the
+# caller's EXIT trap. mksockets stops by itself after LIFETIME anyway.
+
+holder=""
+
+hold_sockets() {
+  local bin=$1 dir=$2 n=$3 m=$4 lifetime=$5
+  "$bin" -closewait "$n" -established "$m" -lifetime "$lifetime" >"$dir/ready" &
+  holder=$!
+  for _ in $(seq 1 900); do
+    grep -q READY "$dir/ready" 2>/dev/null && break
+    kill -0 "$holder" 2>/dev/null || { echo "$0: mksockets failed" >&2; return 1; }
+    sleep 0.2
+  done
+  grep READY "$dir/ready" >&2 || { echo "$0: mksockets not ready after 3 minutes" >&2; return 1; }
+}
+
+stop_holder() {
+  if [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null; then
+    kill -TERM "$holder" 2>/dev/null || true
+    wait "$holder" 2>/dev/null || true
+  fi
+}

@@ -176,8 +176,12 @@ func (f *Family) UnmarshalText(b []byte) error {
 // (include/uapi/linux/inet_diag.h) or of a /proc/net/tcp line, the tcp_info
 // timer kdiag uses for age, and the process that holds it.
 type Socket struct {
-	Family Family         `json:"family"`
-	State  State          `json:"state"`
+	Family Family `json:"family"`
+	State  State  `json:"state"`
+	// HasAge says whether Age is known (see Age). It sits here, next to
+	// the other one-byte fields, for the padding: 128 bytes a socket
+	// instead of 136. (It is not in the JSON, so no JSON field moves.)
+	HasAge bool           `json:"-"`
 	Local  netip.AddrPort `json:"local"`
 	Remote netip.AddrPort `json:"remote"`
 	// RecvQ and SendQ are idiag_rqueue and idiag_wqueue: for a connected
@@ -198,8 +202,7 @@ type Socket struct {
 	// Scanner.InfoEvery and only for CLOSE_WAIT: in between, a CLOSE_WAIT
 	// socket's Age is carried forward from the last such scan, and other
 	// states have HasAge false.
-	Age    time.Duration `json:"-"`
-	HasAge bool          `json:"-"`
+	Age time.Duration `json:"-"`
 	// NetNS is the inode of the network namespace the socket lives in
 	// (/proc/<pid>/ns/net), 0 when unknown.
 	NetNS uint64 `json:"netns"`

@@ -64,9 +64,9 @@ type dumpOptions struct {
 	// apart and would regrow (by doubling, 60,000 sockets: ~16 MB of
 	// copies) every scan.
 	scratch *[]Socket
-	// seen, when set, is the inode set dedupSockets fills, kept with
+	// seen, when set, is the inode buffer dedupSockets fills, kept with
 	// scratch by a repeated scan.
-	seen map[uint64]struct{}
+	seen *[]uint64
 	// library reads the replies through mdlayher/netlink's ReceiveIter
 	// instead of receiveDump: only BenchmarkDumpNetlink sets it, to
 	// measure the difference.

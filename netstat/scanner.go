@@ -82,8 +82,8 @@ type Scanner struct {
 	others int
 	// scratch is the netlink decode buffer of a repeated scan.
 	scratch []Socket
-	// seen is the dedup set of the host's dump, kept with scratch.
-	seen map[uint64]struct{}
+	// seen is the dedup buffer of the host's dump, kept with scratch.
+	seen []uint64
 
 	attr *Attributor
 	// lastStats sums the attribution stats of the last Scan.
@@ -472,10 +472,7 @@ func (s *Scanner) dumpOptions(pid int, states, info StateSet) dumpOptions {
 		// One buffer, the host's: the namespaces are dumped at once
 		// (dumpAll), and the others' dumps are usually small.
 		o.scratch = &s.scratch
-		if s.seen == nil {
-			s.seen = map[uint64]struct{}{}
-		}
-		o.seen = s.seen
+		o.seen = &s.seen
 	}
 	return o
 }

@@ -10,6 +10,7 @@
 //	kdiag_close_wait_growing{pid,process}                 1 when the analyzer's verdict is growing (a leak)
 //	kdiag_scan_duration_seconds                           how long the last scan took
 //	kdiag_scans_total, kdiag_scan_errors_total            scans done and scans that failed
+//	kdiag_scans_served_total                              scans that served the last dump again (watch --events)
 //	kdiag_last_scan_timestamp_seconds                     when the last scan succeeded
 //
 // pid is "0" and process "" for sockets no process could be found for.
@@ -57,6 +58,8 @@ var (
 		"Scans done, failed ones included.", nil, nil)
 	descErrors = prometheus.NewDesc("kdiag_scan_errors_total",
 		"Scans that failed.", nil, nil)
+	descServed = prometheus.NewDesc("kdiag_scans_served_total",
+		"Scans that served the last dump again, ages advanced, because the kernel reported no state change of a watched socket (kdiag watch --events); the rest of kdiag_scans_total dumped.", nil, nil)
 	descLast = prometheus.NewDesc("kdiag_last_scan_timestamp_seconds",
 		"Unix time of the last successful scan.", nil, nil)
 )
@@ -81,6 +84,7 @@ type Collector struct {
 	scanDur float64
 	scans   uint64
 	errors  uint64
+	served  uint64
 	last    time.Time
 }
 
@@ -126,6 +130,9 @@ func (c *Collector) Update(s *netstat.Snapshot, a *analyzer.Analysis, scanDur ti
 	c.pending, c.procs = s, procs
 	c.scanDur = scanDur.Seconds()
 	c.scans++
+	if s.Unchanged {
+		c.served++
+	}
 	c.last = s.Time
 }
 
@@ -194,7 +201,7 @@ func max0(pid int) int {
 
 // Describe sends the descriptors of every metric the collector may emit.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSockets, descOldest, descGrowth, descGrowing, descScanDur, descScans, descErrors, descLast} {
+	for _, d := range []*prometheus.Desc{descSockets, descOldest, descGrowth, descGrowing, descScanDur, descScans, descErrors, descServed, descLast} {
 		ch <- d
 	}
 }
@@ -225,6 +232,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descScanDur, prometheus.GaugeValue, c.scanDur)
 	ch <- prometheus.MustNewConstMetric(descScans, prometheus.CounterValue, float64(c.scans))
 	ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(c.errors))
+	ch <- prometheus.MustNewConstMetric(descServed, prometheus.CounterValue, float64(c.served))
 	if !c.last.IsZero() {
 		ch <- prometheus.MustNewConstMetric(descLast, prometheus.GaugeValue, float64(c.last.UnixNano())/1e9)
 	}

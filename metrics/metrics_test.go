@@ -192,3 +192,28 @@ func TestAggregateCapsRemotes(t *testing.T) {
 		t.Errorf("aggregate (-want +got):\n%s", diff)
 	}
 }
+
+// TestServedScansCounted checks kdiag_scans_served_total: the scans whose
+// snapshot served the last dump again (Unchanged), out of kdiag_scans_total.
+func TestServedScansCounted(t *testing.T) {
+	c := New()
+	snaps := series(5)
+	for i := range snaps {
+		snaps[i].Unchanged = i%2 == 1 // scans 2 and 4
+		c.Update(&snaps[i], nil, time.Millisecond)
+	}
+	reg := Registry(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if m := mf.GetMetric(); len(m) == 1 && m[0].Counter != nil {
+			got[mf.GetName()] = m[0].Counter.GetValue()
+		}
+	}
+	if got["kdiag_scans_total"] != 5 || got["kdiag_scans_served_total"] != 2 {
+		t.Errorf("scans %v, served %v; want 5 and 2", got["kdiag_scans_total"], got["kdiag_scans_served_total"])
+	}
+}

@@ -80,7 +80,11 @@ type Collector struct {
 	// aggregation was 7% of watch's CPU, scraped or not). A Snapshot is
 	// not changed after Scan returns it.
 	pending *netstat.Snapshot
-	procs   []procSeries
+	// dump is the netstat.Snapshot.Dump that sockets was aggregated from:
+	// a pending snapshot that serves the same dump again (Unchanged) has
+	// the same sockets, and is not aggregated again.
+	dump  uint64
+	procs []procSeries
 	scanDur float64
 	scans   uint64
 	errors  uint64
@@ -210,8 +214,11 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pending != nil {
-		c.sockets, c.pending = aggregate(c.pending, cmp.Or(c.MaxRemotes, DefaultMaxRemotes)), nil
+	if p := c.pending; p != nil {
+		if !p.Unchanged || p.Dump == 0 || p.Dump != c.dump {
+			c.sockets = aggregate(p, cmp.Or(c.MaxRemotes, DefaultMaxRemotes))
+		}
+		c.dump, c.pending = p.Dump, nil
 	}
 	for _, s := range c.sockets {
 		ch <- prometheus.MustNewConstMetric(descSockets, prometheus.GaugeValue, float64(s.n), s.pid, s.process, s.state, s.remote)

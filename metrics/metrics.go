@@ -83,8 +83,8 @@ type Collector struct {
 	// dump is the netstat.Snapshot.Dump that sockets was aggregated from:
 	// a pending snapshot that serves the same dump again (Unchanged) has
 	// the same sockets, and is not aggregated again.
-	dump  uint64
-	procs []procSeries
+	dump    uint64
+	procs   []procSeries
 	scanDur float64
 	scans   uint64
 	errors  uint64

@@ -20,7 +20,7 @@ type dumpOptions struct {
 	info    StateSet
 	noIPv6  bool
 	scratch *[]Socket
-	seen    map[uint64]struct{}
+	seen    *[]uint64
 }
 
 func dumpNetlinkHost(states StateSet, o dumpOptions) ([]Socket, error) { return DumpNetlink(states) }

@@ -63,8 +63,8 @@ type Scanner struct {
 	// first and, when no socket entered or left a state the query asks
 	// for since the count read before the last dump, serves that dump
 	// again instead of a new one (see gate), for at most RefreshEvery.
-	// The snapshot of a full scan must then not be modified: the scans it
-	// lets skip the dump serve copies of it (which callers may change).
+	// The snapshots Scan returns must then not be modified: the next scan
+	// may serve a copy of the last one.
 	Changes StateChanges
 	// RefreshEvery is how long a scan gated by Changes may serve the last
 	// dump; 0 means DefaultRefreshEvery.
@@ -255,7 +255,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.dumps++
 	snap.Dump = s.dumps
 	if gated {
-		s.gate = scanGate{last: snap, q: q, changes: changes}
+		s.gate = scanGate{last: snap, dumped: snap.Time, q: q, changes: changes}
 	}
 	return snap, nil
 }

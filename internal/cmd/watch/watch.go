@@ -432,7 +432,7 @@ func (v *liveView) draw(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Dura
 	}
 	var tb bytes.Buffer
 	fmt.Fprintf(&tb, "kdiag watch  %s  every %s  scan %s  sample %d  (Ctrl-C: stop and diagnose)\n",
-		s.Time.Format("15:04:05"), v.interval, dur.Round(time.Millisecond), v.n)
+		s.Time.Format("15:04:05"), v.interval, scanLabel(s, dur), v.n)
 	tw := tabwriter.NewWriter(&tb, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tPROCESS\tCLOSE_WAIT\tESTABLISHED\tOTHER\tRATE/MIN\tVERDICT\tOLDEST\tTOP REMOTE")
 	for i, p := range a.Processes {
@@ -463,6 +463,16 @@ func lastCounts(p analyzer.ProcessSeries) (cw, es, other int) {
 	return cw, es, p.Last.Total() - cw - es
 }
 
+// scanLabel is how long the scan took, or "served" for one that served
+// the last dump again (--events: nothing changed state), which takes no
+// time worth a figure.
+func scanLabel(s *netstat.Snapshot, dur time.Duration) string {
+	if s.Unchanged {
+		return "served"
+	}
+	return dur.Round(time.Millisecond).String()
+}
+
 // plainLine is one scan as one line of key=value fields, for logs and pipes:
 // the totals, then the three processes with the most CLOSE_WAIT.
 func plainLine(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Duration) string {
@@ -477,7 +487,7 @@ func plainLine(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Duration) str
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s sockets=%d close_wait=%d established=%d processes=%d scan=%s",
-		s.Time.UTC().Format(time.RFC3339), len(s.Sockets), cw, es, len(s.Processes), dur.Round(time.Millisecond))
+		s.Time.UTC().Format(time.RFC3339), len(s.Sockets), cw, es, len(s.Processes), scanLabel(s, dur))
 	shown := 0
 	for _, p := range a.Processes {
 		if shown == 3 {

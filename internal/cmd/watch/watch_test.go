@@ -484,3 +484,16 @@ func TestOpenEventsModes(t *testing.T) {
 		t.Errorf("openEvents(on) failed with %v, want an error wrapping ErrUnavailable", err)
 	}
 }
+
+// TestPlainLineSaysServed checks that a scan that served the last dump
+// again says so instead of a duration.
+func TestPlainLineSaysServed(t *testing.T) {
+	s := &netstat.Snapshot{Time: time.Now(), Sockets: []netstat.Socket{{State: netstat.CloseWait}}}
+	if l := plainLine(s, &analyzer.Analysis{}, 12*time.Millisecond); !strings.Contains(l, " close_wait=1 ") || !strings.HasSuffix(l, " scan=12ms") {
+		t.Errorf("dump: %q", l)
+	}
+	s.Unchanged = true
+	if l := plainLine(s, &analyzer.Analysis{}, 20*time.Microsecond); !strings.HasSuffix(l, " scan=served") {
+		t.Errorf("served: %q", l)
+	}
+}

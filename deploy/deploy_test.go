@@ -21,23 +21,16 @@ import (
 	"github.com/kdiag/kdiag/internal/cmd/root"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/metrics"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 )
 
 // exportedMetrics returns the names of the metrics kdiag watch serves, from
-// the collector's own descriptors.
+// the collector's own list of families.
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	ch := make(chan *prometheus.Desc, 64)
-	metrics.New().Describe(ch)
-	close(ch)
-	fq := regexp.MustCompile(`fqName: "([a-z_:]+)"`)
 	names := map[string]bool{}
-	for d := range ch {
-		if m := fq.FindStringSubmatch(d.String()); m != nil {
-			names[m[1]] = true
-		}
+	for _, f := range metrics.Families() {
+		names[f.Name] = true
 	}
 	if len(names) == 0 {
 		t.Fatal("the metrics collector describes no metrics")

@@ -1,6 +1,8 @@
-// Package metrics exposes what `kdiag watch` sees as Prometheus metrics,
-// through client_golang: served over HTTP (--listen) or written for
-// node_exporter's textfile collector (--textfile).
+// Package metrics exposes what `kdiag watch` sees as Prometheus metrics, in
+// the Prometheus text exposition format (version 0.0.4): served over HTTP
+// (--listen, with kdiag's own go_ and process_ metrics from
+// VictoriaMetrics/metrics) or written for node_exporter's textfile collector
+// (--textfile).
 //
 // Metrics (every gauge is the state at the last scan):
 //
@@ -14,23 +16,36 @@
 //	kdiag_last_scan_timestamp_seconds                     when the last scan succeeded
 //
 // pid is "0" and process "" for sockets no process could be found for.
+//
+// Why not client_golang: it links google.golang.org/protobuf and 46 other
+// packages whose init runs in every kdiag command, not only in watch; that
+// was 2.4 MB of the resident memory of every kdiag start and 2.4 MB of
+// binary (BENCHMARKS.md, scan). VictoriaMetrics/metrics, the lightweight
+// library made for the same job, has no such dependencies. Its gauges and
+// counters have fixed names, while kdiag's series are rebuilt from every
+// scan, so the kdiag_ families are written here, through the hook the
+// library provides for that (Set.RegisterMetricsWriter, which takes text
+// format lines); the tests read them back with Prometheus's own parser.
 package metrics
 
 import (
+	"bytes"
 	"cmp"
+	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/netstat"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // DefaultMaxRemotes bounds the remote label values per (pid, state): the
@@ -39,34 +54,38 @@ import (
 // series count.
 const DefaultMaxRemotes = 20
 
+// Family is one metric family kdiag writes: its name, Prometheus type
+// ("gauge" or "counter") and help text.
+type Family struct {
+	Name, Type, Help string
+}
+
 var (
-	descSockets = prometheus.NewDesc("kdiag_tcp_sockets",
-		"TCP sockets by holding process, state (as the kernel names it) and remote endpoint, at the last scan.",
-		[]string{"pid", "process", "state", "remote"}, nil)
-	descOldest = prometheus.NewDesc("kdiag_close_wait_oldest_age_seconds",
-		"Age of the process's oldest CLOSE_WAIT socket: tcp_info's time since the FIN, or since kdiag first saw it.",
-		[]string{"pid", "process"}, nil)
-	descGrowth = prometheus.NewDesc("kdiag_close_wait_growth_per_minute",
-		"CLOSE_WAIT growth in sockets per minute, least-squares over the analyzer's recent window.",
-		[]string{"pid", "process"}, nil)
-	descGrowing = prometheus.NewDesc("kdiag_close_wait_growing",
-		"1 when the analyzer's verdict for the process's CLOSE_WAIT count is growing (a leak), else 0.",
-		[]string{"pid", "process"}, nil)
-	descScanDur = prometheus.NewDesc("kdiag_scan_duration_seconds",
-		"Duration of the last scan.", nil, nil)
-	descScans = prometheus.NewDesc("kdiag_scans_total",
-		"Scans done, failed ones included.", nil, nil)
-	descErrors = prometheus.NewDesc("kdiag_scan_errors_total",
-		"Scans that failed.", nil, nil)
-	descServed = prometheus.NewDesc("kdiag_scans_served_total",
-		"Scans that served the last dump again, ages advanced, because the kernel reported no state change of a watched socket (kdiag watch --events); the rest of kdiag_scans_total dumped.", nil, nil)
-	descLast = prometheus.NewDesc("kdiag_last_scan_timestamp_seconds",
-		"Unix time of the last successful scan.", nil, nil)
+	famSockets = Family{"kdiag_tcp_sockets", "gauge",
+		"TCP sockets by holding process, state (as the kernel names it) and remote endpoint, at the last scan."}
+	famOldest = Family{"kdiag_close_wait_oldest_age_seconds", "gauge",
+		"Age of the process's oldest CLOSE_WAIT socket: tcp_info's time since the FIN, or since kdiag first saw it."}
+	famGrowth = Family{"kdiag_close_wait_growth_per_minute", "gauge",
+		"CLOSE_WAIT growth in sockets per minute, least-squares over the analyzer's recent window."}
+	famGrowing = Family{"kdiag_close_wait_growing", "gauge",
+		"1 when the analyzer's verdict for the process's CLOSE_WAIT count is growing (a leak), else 0."}
+	famScanDur = Family{"kdiag_scan_duration_seconds", "gauge", "Duration of the last scan."}
+	famScans   = Family{"kdiag_scans_total", "counter", "Scans done, failed ones included."}
+	famErrors  = Family{"kdiag_scan_errors_total", "counter", "Scans that failed."}
+	famServed  = Family{"kdiag_scans_served_total", "counter",
+		"Scans that served the last dump again, ages advanced, because the kernel reported no state change of a watched socket (kdiag watch --events); the rest of kdiag_scans_total dumped."}
+	famLast = Family{"kdiag_last_scan_timestamp_seconds", "gauge", "Unix time of the last successful scan."}
 )
 
-// Collector is a prometheus.Collector over the last scan and analysis. Update
-// and ScanFailed are called by the watch loop, Collect by scrapes; they may
-// run concurrently.
+// Families returns every family a Collector writes, in the order it writes
+// them.
+func Families() []Family {
+	return []Family{famSockets, famOldest, famGrowth, famGrowing, famScanDur, famScans, famErrors, famServed, famLast}
+}
+
+// Collector holds the metrics of the last scan and analysis. Update and
+// ScanFailed are called by the watch loop, WritePrometheus by scrapes; they
+// may run concurrently.
 type Collector struct {
 	// MaxRemotes bounds remote label values per (pid, state); 0 means
 	// DefaultMaxRemotes.
@@ -75,7 +94,7 @@ type Collector struct {
 	mu      sync.Mutex
 	sockets []socketSeries
 	// pending is the last scan's snapshot, not yet aggregated into sockets:
-	// Collect does it, so that a 1 Hz watch scraped every 15 s aggregates
+	// WritePrometheus does it, so that a 1 Hz watch scraped every 15 s aggregates
 	// once per scrape rather than once per scan (at 60,000 sockets the
 	// aggregation was 7% of watch's CPU, scraped or not). A Snapshot is
 	// not changed after Scan returns it.
@@ -203,72 +222,152 @@ func max0(pid int) int {
 	return pid
 }
 
-// Describe sends the descriptors of every metric the collector may emit.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSockets, descOldest, descGrowth, descGrowing, descScanDur, descScans, descErrors, descServed, descLast} {
-		ch <- d
-	}
-}
-
-// Collect sends the values of the last scan.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+// WritePrometheus writes the kdiag_ families of the last scan to w in the
+// Prometheus text format, each with its HELP and TYPE lines.
+func (c *Collector) WritePrometheus(w io.Writer) {
+	var b bytes.Buffer
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if p := c.pending; p != nil {
 		if !p.Unchanged || p.Dump == 0 || p.Dump != c.dump {
 			c.sockets = aggregate(p, cmp.Or(c.MaxRemotes, DefaultMaxRemotes))
 		}
 		c.dump, c.pending = p.Dump, nil
 	}
+	header(&b, famSockets)
 	for _, s := range c.sockets {
-		ch <- prometheus.MustNewConstMetric(descSockets, prometheus.GaugeValue, float64(s.n), s.pid, s.process, s.state, s.remote)
+		sample(&b, famSockets.Name, float64(s.n), "pid", s.pid, "process", s.process, "remote", s.remote, "state", s.state) // labels sorted by name, as client_golang wrote them
 	}
+	header(&b, famOldest)
 	for _, p := range c.procs {
 		if p.hasOld {
-			ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, p.oldest, p.pid, p.process)
+			sample(&b, famOldest.Name, p.oldest, "pid", p.pid, "process", p.process)
 		}
+	}
+	header(&b, famGrowth)
+	for _, p := range c.procs {
 		if p.hasRate {
-			ch <- prometheus.MustNewConstMetric(descGrowth, prometheus.GaugeValue, p.growth, p.pid, p.process)
+			sample(&b, famGrowth.Name, p.growth, "pid", p.pid, "process", p.process)
 		}
+	}
+	header(&b, famGrowing)
+	for _, p := range c.procs {
 		g := 0.0
 		if p.growing {
 			g = 1
 		}
-		ch <- prometheus.MustNewConstMetric(descGrowing, prometheus.GaugeValue, g, p.pid, p.process)
+		sample(&b, famGrowing.Name, g, "pid", p.pid, "process", p.process)
 	}
-	ch <- prometheus.MustNewConstMetric(descScanDur, prometheus.GaugeValue, c.scanDur)
-	ch <- prometheus.MustNewConstMetric(descScans, prometheus.CounterValue, float64(c.scans))
-	ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(c.errors))
-	ch <- prometheus.MustNewConstMetric(descServed, prometheus.CounterValue, float64(c.served))
+	header(&b, famScanDur)
+	sample(&b, famScanDur.Name, c.scanDur)
+	header(&b, famScans)
+	sample(&b, famScans.Name, float64(c.scans))
+	header(&b, famErrors)
+	sample(&b, famErrors.Name, float64(c.errors))
+	header(&b, famServed)
+	sample(&b, famServed.Name, float64(c.served))
 	if !c.last.IsZero() {
-		ch <- prometheus.MustNewConstMetric(descLast, prometheus.GaugeValue, float64(c.last.UnixNano())/1e9)
+		header(&b, famLast)
+		sample(&b, famLast.Name, float64(c.last.UnixNano())/1e9)
 	}
+	c.mu.Unlock()
+	_, _ = w.Write(b.Bytes()) // outside the lock: a slow scraper must not stall Update
 }
 
-// Registry returns a registry holding only c: what the textfile holds
-// (node_exporter already exports its own go_ and process_ metrics, and a
-// duplicate name would make it reject the file).
-func Registry(c *Collector) *prometheus.Registry {
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	return reg
+// header writes a family's HELP and TYPE lines.
+func header(b *bytes.Buffer, f Family) {
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", f.Name, helpEscaper.Replace(f.Help), f.Name, f.Type)
 }
 
-// Handler serves c, plus the Go runtime and process metrics of kdiag itself,
-// in the Prometheus exposition format.
+// sample writes one sample line: name{label="value",...} v, with labels
+// given as name, value pairs.
+func sample(b *bytes.Buffer, name string, v float64, labels ...string) {
+	b.WriteString(name)
+	for i := 0; i+1 < len(labels); i += 2 {
+		if i == 0 {
+			b.WriteByte('{')
+		} else {
+			b.WriteByte(',')
+		}
+		b.WriteString(labels[i])
+		b.WriteString(`="`)
+		// A process name is whatever the process set (comm, argv): the
+		// format wants UTF-8, so invalid bytes become U+FFFD.
+		labelEscaper.WriteString(b, strings.ToValidUTF8(labels[i+1], "\uFFFD"))
+		b.WriteByte('"')
+		if i+2 >= len(labels) {
+			b.WriteByte('}')
+		}
+	}
+	b.WriteByte(' ')
+	b.Write(strconv.AppendFloat(b.AvailableBuffer(), v, 'g', -1, 64))
+	b.WriteByte('\n')
+}
+
+// The text format's escapes: in label values a backslash, a double quote
+// and a newline; in help text a backslash and a newline.
+var (
+	labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+)
+
+// ContentType is the media type of the text format WritePrometheus writes.
+const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Handler serves c, then the Go runtime and process metrics of kdiag itself
+// (go_*, process_*: VictoriaMetrics/metrics' WriteProcessMetrics), in the
+// Prometheus text format.
 func Handler(c *Collector) http.Handler {
-	reg := Registry(c)
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	set := vm.NewSet()
+	set.RegisterMetricsWriter(c.WritePrometheus)
+	set.RegisterMetricsWriter(vm.WriteProcessMetrics)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		var b bytes.Buffer
+		set.WritePrometheus(&b)
+		w.Header().Set("Content-Type", ContentType)
+		w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(b.Bytes())
+		}
+	})
 }
 
 // TextfileName is the file WriteTextfile writes in its directory.
 const TextfileName = "kdiag.prom"
 
-// WriteTextfile writes c's metrics to dir/kdiag.prom atomically: into a
-// temporary file in dir (named kdiag.prom<random>, which node_exporter skips
-// since it reads only *.prom), then renamed over the old one, so the
-// collector never reads a half-written file.
-func WriteTextfile(dir string, c *Collector) error {
-	return prometheus.WriteToTextfile(filepath.Join(dir, TextfileName), Registry(c))
+// WriteTextfile writes c's metrics, without go_ and process_ ones
+// (node_exporter exports its own, and a duplicate name would make it reject
+// the file), to dir/kdiag.prom atomically: into a temporary file in dir
+// (named kdiag.prom<random>, which node_exporter skips since it reads only
+// *.prom), then renamed over the old one, so the collector never reads a
+// half-written file.
+func WriteTextfile(dir string, c *Collector) (err error) {
+	f, err := os.CreateTemp(dir, TextfileName+"*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	var b bytes.Buffer
+	c.WritePrometheus(&b)
+	if _, err = f.Write(b.Bytes()); err != nil {
+		return err
+	}
+	// CreateTemp makes the file 0600; node_exporter often runs as another
+	// user.
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(dir, TextfileName))
 }

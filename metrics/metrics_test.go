@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -68,6 +69,14 @@ func parse(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
 		t.Fatalf("parse: %v", err)
 	}
 	return mfs
+}
+
+// gather reads back what c writes, with Prometheus's parser.
+func gather(t *testing.T, c *Collector) map[string]*dto.MetricFamily {
+	t.Helper()
+	var b strings.Builder
+	c.WritePrometheus(&b)
+	return parse(t, strings.NewReader(b.String()))
 }
 
 // flat writes each sample as name{labels} value, sorted, for diffs.
@@ -202,13 +211,8 @@ func TestServedScansCounted(t *testing.T) {
 		snaps[i].Unchanged = i%2 == 1 // scans 2 and 4
 		c.Update(&snaps[i], nil, time.Millisecond)
 	}
-	reg := Registry(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]float64{}
-	for _, mf := range mfs {
+	for _, mf := range gather(t, c) {
 		if m := mf.GetMetric(); len(m) == 1 && m[0].Counter != nil {
 			got[mf.GetName()] = m[0].Counter.GetValue()
 		}
@@ -232,11 +236,7 @@ func TestServedSnapshotNotAggregatedAgain(t *testing.T) {
 	c := New()
 	cw := func() float64 {
 		t.Helper()
-		mfs, err := Registry(c).Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
+		for _, mf := range gather(t, c) {
 			if mf.GetName() != "kdiag_tcp_sockets" {
 				continue
 			}
@@ -261,5 +261,48 @@ func TestServedSnapshotNotAggregatedAgain(t *testing.T) {
 	c.Update(&next, nil, time.Millisecond)
 	if got := cw(); got != 3 {
 		t.Errorf("after dump 8: %v CLOSE_WAIT, want 3", got)
+	}
+}
+
+// TestLabelValuesEscaped checks that a process name with the text format's
+// special characters and bytes that are not UTF-8 (a process sets its own
+// comm and argv) is read back by Prometheus's parser as written, the
+// invalid bytes as U+FFFD, and that the other series stay intact.
+func TestLabelValuesEscaped(t *testing.T) {
+	name := "we\"ird\\na\nme\xff"
+	s := &netstat.Snapshot{Time: t0, Processes: []netstat.Process{{PID: 7, Name: name}}, Sockets: []netstat.Socket{
+		{State: netstat.CloseWait, PID: 7, Remote: netip.MustParseAddrPort("10.0.0.1:9092")},
+		{State: netstat.Established, PID: 0, Remote: netip.MustParseAddrPort("[fe80::1]:9093")},
+	}}
+	c := New()
+	c.Update(s, nil, time.Millisecond)
+	got := flat(gather(t, c), "kdiag_tcp_sockets")
+	want := []string{
+		"kdiag_tcp_sockets{pid=0,process=,remote=[fe80::1]:9093,state=ESTABLISHED} 1",
+		"kdiag_tcp_sockets{pid=7,process=we\"ird\\na\nme\uFFFD,remote=10.0.0.1:9092,state=CLOSE_WAIT} 1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("series (-want +got):\n%s", diff)
+	}
+}
+
+func TestHandlerMethods(t *testing.T) {
+	c := fed(3)
+	for _, tc := range []struct {
+		method string
+		code   int
+		body   bool
+	}{{"GET", 200, true}, {"HEAD", 200, false}, {"POST", 405, false}} {
+		rec := httptest.NewRecorder()
+		Handler(c).ServeHTTP(rec, httptest.NewRequest(tc.method, "/metrics", nil))
+		if rec.Code != tc.code {
+			t.Errorf("%s: status %d, want %d", tc.method, rec.Code, tc.code)
+		}
+		if got := strings.Contains(rec.Body.String(), "kdiag_scans_total 4"); got != tc.body {
+			t.Errorf("%s: body has kdiag_scans_total 4: %v, want %v\n%s", tc.method, got, tc.body, rec.Body.String())
+		}
+		if tc.code == 200 && rec.Header().Get("Content-Type") != ContentType {
+			t.Errorf("%s: Content-Type %q", tc.method, rec.Header().Get("Content-Type"))
+		}
 	}
 }

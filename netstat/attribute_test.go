@@ -131,7 +131,7 @@ func TestAttributeProbeFindsHighFDs(t *testing.T) {
 		}
 		want[s.Inode] = int32(i)
 	}
-	r := &attrRun{want: want, owners: make([]Owner, len(want)), claimed: make([]atomic.Uint32, len(want))}
+	r := &attrRun{want: want, set: func(int32, Owner) {}, claimed: make([]atomic.Uint32, len(want))}
 	r.remaining.Store(int64(len(want)))
 	res := newAttrWorker().probe(NewAttributor("/proc"), r, os.Getpid())
 	if res.probeHits == 0 {

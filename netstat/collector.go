@@ -14,13 +14,16 @@ import (
 // watch's first scan, most of that scan's memory peak. A repeated scan's s
 // has the last scan's capacity, so it usually never spills.
 //
-// A one-shot scan always spills (its s is empty), and the chunks are still
-// held while collect fills the result: that moment is the scan's memory
-// peak. A chunk holds packedSockets, 88 bytes against a Socket's 136, so the
-// peak of a one-shot scan of 20,000 sockets is 1 MB lower.
+// A one-shot scan always spills (its s is empty), and joining is its memory
+// peak: the chunks and the result at once. So a chunk holds packedSockets,
+// 88 bytes against a Socket's 128, in memory mapped outside the Go heap
+// (chunkMem), and collect unmaps each chunk as soon as it is copied: the
+// peak is the result and one chunk, not the result and every chunk (at
+// 20,000 sockets, 1.7 MB less), since the heap would keep the chunks' pages
+// until a collection and then for reuse.
 type socketCollector struct {
 	s      []Socket
-	chunks [][]packedSocket
+	chunks []chunkMem
 	n      int // sockets in chunks
 }
 
@@ -32,25 +35,27 @@ func (c *socketCollector) add(s Socket) {
 		c.s = append(c.s, s)
 		return
 	}
-	if k := len(c.chunks); k == 0 || len(c.chunks[k-1]) == collectorChunk {
-		c.chunks = append(c.chunks, make([]packedSocket, 0, collectorChunk))
+	if k := len(c.chunks); k == 0 || len(c.chunks[k-1].recs) == collectorChunk {
+		c.chunks = append(c.chunks, newChunkMem(collectorChunk))
 	}
-	k := len(c.chunks) - 1
-	c.chunks[k] = append(c.chunks[k], pack(&s))
+	ch := &c.chunks[len(c.chunks)-1]
+	ch.recs = append(ch.recs, pack(&s)) // within its capacity: never reallocates
 	c.n++
 }
 
-// collect returns every socket added, in order.
+// collect returns every socket added, in order, and releases the chunks:
+// call it once, also when the dump failed.
 func (c *socketCollector) collect() []Socket {
 	if c.n == 0 {
 		return c.s
 	}
 	out := slices.Grow(c.s, c.n)
-	for i, ch := range c.chunks {
-		for j := range ch {
-			out = append(out, ch[j].unpack())
+	for i := range c.chunks {
+		ch := &c.chunks[i]
+		for j := range ch.recs {
+			out = append(out, ch.recs[j].unpack())
 		}
-		c.chunks[i] = nil // collectable while the rest is unpacked
+		ch.release()
 	}
 	c.s, c.chunks, c.n = out, nil, 0
 	return out

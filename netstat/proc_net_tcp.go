@@ -380,7 +380,9 @@ func dedupSocketsWith(socks []Socket, inodes *[]uint64) []Socket {
 	if inodes == nil {
 		inodes = new([]uint64)
 	}
-	ino := (*inodes)[:0]
+	// Sized once: appending from empty would allocate about twice the
+	// final size on the way (at 20,000 sockets, 0.6 MB for a 0.16 MB slice).
+	ino := slices.Grow((*inodes)[:0], len(socks))
 	orphans := false
 	for i := range socks {
 		if socks[i].Inode != 0 {

@@ -180,7 +180,12 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 
 	var stats []AttributeStats
 	sources := map[string]bool{}
-	for _, d := range s.dumpAll(ctx, groups, source, states, info) {
+	dumps := s.dumpAll(ctx, groups, source, states, info)
+	total := 0 // sockets dumped, a bound on those kept
+	for _, d := range dumps {
+		total += len(d.socks)
+	}
+	for _, d := range dumps {
 		g := d.group
 		n.merge(&d.notes)
 		if err := ctx.Err(); err != nil {
@@ -206,10 +211,12 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 			s.ages.carry(kept, snap.Time, ageStates)
 		}
 		stats = append(stats, s.attr.AttributeSockets(ctx, g.pids, kept))
-		if len(snap.Sockets) == 0 {
+		switch {
+		case len(snap.Sockets) == 0:
 			snap.Sockets = kept // the usual single namespace: no copy
-		} else {
-			snap.Sockets = append(snap.Sockets, kept...)
+		case len(kept) > 0:
+			// Sized once for every namespace left, not regrown by each.
+			snap.Sockets = append(slices.Grow(snap.Sockets, total-len(snap.Sockets)), kept...)
 		}
 	}
 	if !s.NoCache {

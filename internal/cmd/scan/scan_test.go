@@ -481,3 +481,31 @@ func TestScanFixtureProcRoot(t *testing.T) {
 		t.Errorf("process %+v", p)
 	}
 }
+
+// TestTopRemotes checks the table's TOP REMOTES: busiest first, ties in
+// address order, listeners and port-0 remotes left out, the rest counted.
+func TestTopRemotes(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	var socks []netstat.Socket
+	add := func(n int, st netstat.State, remote string) {
+		for range n {
+			socks = append(socks, netstat.Socket{State: st, PID: 9, Remote: ap(remote)})
+		}
+	}
+	add(1, netstat.Established, "10.0.0.3:9092")
+	add(1, netstat.Established, "10.0.0.22:9092")
+	add(4, netstat.CloseWait, "[2001:db8::1]:9093")
+	add(2, netstat.Established, "10.0.0.9:9094")
+	add(1, netstat.Established, "10.0.0.10:9092")
+	add(5, netstat.Listen, "0.0.0.0:0")
+	tl := tally(socks).of(9)
+	if got, want := tl.topRemotes(), "[2001:db8::1]:9093 (4), 10.0.0.9:9094 (2), 10.0.0.3:9092 (1), +2 more"; got != want {
+		t.Errorf("top remotes %q, want %q", got, want)
+	}
+	if tl.n != 14 || tl.states[netstat.Listen] != 5 {
+		t.Errorf("tally n=%d listen=%d, want 14 and 5", tl.n, tl.states[netstat.Listen])
+	}
+	if got := tally(nil).of(9).topRemotes(); got != "" {
+		t.Errorf("no sockets: top remotes %q", got)
+	}
+}

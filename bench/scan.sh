@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Times `kdiag scan --state close-wait -o json` against `ss -tanp state
-# close-wait` on N CLOSE_WAIT and M ESTABLISHED sockets held by several
+# Times `kdiag scan --state close-wait -o json` (every socket, as ss lists
+# them) and `kdiag scan --state close-wait` (its default table) against
+# `ss -tanp state close-wait` on N CLOSE_WAIT and M ESTABLISHED sockets held by several
 # processes on 127.0.0.x, in the same run, alternating, with medians and peak
 # RSS (getrusage of each run). Results go in BENCHMARKS.md.
 #
@@ -66,5 +67,6 @@ echo "== machine: $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpu
 
 "$BIN/scanbench" -runs "$RUNS" -label "N=$N M=$M" \
   "$KDIAG scan --state close-wait -o json" \
+  "$KDIAG scan --state close-wait" \
   "ss -tanp state close-wait"
 echo "== after: load $(cut -d' ' -f1-3 /proc/loadavg), $(ss -tanH state close-wait | wc -l) CLOSE_WAIT" >&2

@@ -18,9 +18,9 @@ import (
 // peak: the chunks and the result at once. So a chunk holds packedSockets,
 // 88 bytes against a Socket's 128, in memory mapped outside the Go heap
 // (chunkMem), and collect unmaps each chunk as soon as it is copied: the
-// peak is the result and one chunk, not the result and every chunk (at
-// 20,000 sockets, 1.7 MB less), since the heap would keep the chunks' pages
-// until a collection and then for reuse.
+// peak is the result and one chunk, not the result and every chunk, since
+// the heap would keep the chunks' pages until a collection and then for
+// reuse (20,000 CLOSE_WAIT of 60,000 sockets: peak RSS 20.2 -> 18.9 MB).
 type socketCollector struct {
 	s      []Socket
 	chunks []chunkMem

@@ -44,21 +44,45 @@ func (c *socketCollector) add(s Socket) {
 }
 
 // collect returns every socket added, in order, and releases the chunks:
-// call it once, also when the dump failed.
+// call it (or release) once, also when the dump failed.
 func (c *socketCollector) collect() []Socket {
 	if c.n == 0 {
 		return c.s
 	}
-	out := slices.Grow(c.s, c.n)
+	out := c.appendTo(slices.Grow(c.s, c.n))
+	c.s = out
+	return out
+}
+
+// len returns the number of sockets added; 0 for a nil collector.
+func (c *socketCollector) len() int {
+	if c == nil {
+		return 0
+	}
+	return len(c.s) + c.n
+}
+
+// appendTo appends the sockets in the chunks to dst, releasing each chunk
+// once copied, and returns dst. The sockets in s are not appended (a
+// collector made with an empty s, as a deferred join's is, has none).
+func (c *socketCollector) appendTo(dst []Socket) []Socket {
 	for i := range c.chunks {
 		ch := &c.chunks[i]
 		for j := range ch.recs {
-			out = append(out, ch.recs[j].unpack())
+			dst = append(dst, ch.recs[j].unpack())
 		}
 		ch.release()
 	}
-	c.s, c.chunks, c.n = out, nil, 0
-	return out
+	c.chunks, c.n = nil, 0
+	return dst
+}
+
+// release drops what was added without returning it.
+func (c *socketCollector) release() {
+	for i := range c.chunks {
+		c.chunks[i].release()
+	}
+	c.s, c.chunks, c.n = c.s[:0], nil, 0
 }
 
 // packedSocket is a Socket without pointers or padding: addresses as 16

@@ -67,6 +67,12 @@ type dumpOptions struct {
 	// seen, when set, is the inode buffer dedupSockets fills, kept with
 	// scratch by a repeated scan.
 	seen *[]uint64
+	// spill, when set, receives the dump's sockets, left in its spill
+	// chunks, and the dump returns none: a one-shot scan joins every
+	// namespace's into one slice of their total size (Scanner.joinDumps)
+	// and dedups each there, so that no namespace's sockets are ever
+	// held twice. It must start empty; on an error it holds nothing.
+	spill *socketCollector
 	// library reads the replies through mdlayher/netlink's ReceiveIter
 	// instead of receiveDump: only BenchmarkDumpNetlink sets it, to
 	// measure the difference.
@@ -131,7 +137,10 @@ func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, o dumpOptio
 	if scratch == nil {
 		scratch = new([]Socket)
 	}
-	socks := &socketCollector{s: (*scratch)[:0]}
+	socks := o.spill
+	if socks == nil {
+		socks = &socketCollector{s: (*scratch)[:0]}
+	}
 	var errs lineErrors
 	fams := []Family{IPv4, IPv6}
 	if o.noIPv6 {
@@ -148,10 +157,21 @@ func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, o dumpOptio
 	for _, r := range dumpRequests(states, o.info) {
 		for _, fam := range fams {
 			if err := dumpOne(c, rc, buf, fam, r, ns, where, socks, &errs); err != nil {
-				*scratch = socks.collect()
+				if o.spill != nil {
+					o.spill.release()
+				} else {
+					*scratch = socks.collect()
+				}
 				return nil, err
 			}
 		}
+	}
+	if o.spill != nil {
+		if err := errs.err(); err != nil {
+			o.spill.release()
+			return nil, fmt.Errorf("netstat: netlink sock_diag%s: %w", inNS(where), err)
+		}
+		return nil, nil
 	}
 	*scratch = socks.collect()
 	out := dedupSocketsWith(*scratch, o.seen)

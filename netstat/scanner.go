@@ -181,9 +181,31 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	var stats []AttributeStats
 	sources := map[string]bool{}
 	dumps := s.dumpAll(ctx, groups, source, states, info)
-	total := 0 // sockets dumped, a bound on those kept
+	defer func() {
+		for _, d := range dumps {
+			if d.spill != nil {
+				d.spill.release() // a scan that returned early leaves none mapped
+			}
+		}
+	}()
+	// The namespaces' sockets go into one slice. A one-shot scan's dumps
+	// are still in their spill chunks: each is joined into the slice,
+	// sized for all of them, then deduplicated and filtered there, so no
+	// socket is held twice (two namespaces of 10,000 CLOSE_WAIT each held
+	// every socket twice, in its namespace's slice and in the joined one).
+	// Other dumps are copied in only when there are several.
+	total, full := 0, 0 // sockets dumped (a bound on those kept); dumps with any
+	spilled := false
 	for _, d := range dumps {
-		total += len(d.socks)
+		if n := len(d.socks) + d.spill.len(); n > 0 {
+			total += n
+			full++
+		}
+		spilled = spilled || d.spill != nil
+	}
+	join := full > 1 || spilled
+	if join {
+		snap.Sockets = make([]Socket, 0, total)
 	}
 	for _, d := range dumps {
 		g := d.group
@@ -191,15 +213,24 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		socks, src, err := d.socks, d.src, d.err
-		if err != nil {
+		if d.err != nil {
 			if g.host {
-				return nil, err
+				return nil, d.err
 			}
-			n.add("network namespace %d (pid %d): %v", g.ino, g.pids[0], err)
+			n.add("network namespace %d (pid %d): %v", g.ino, g.pids[0], d.err)
 			continue
 		}
-		sources[src] = true
+		sources[d.src] = true
+		socks := d.socks
+		start := len(snap.Sockets)
+		switch {
+		case d.spill != nil:
+			snap.Sockets = d.spill.appendTo(snap.Sockets)
+			socks = dedupSocketsWith(snap.Sockets[start:], nil)
+		case join:
+			snap.Sockets = append(snap.Sockets, d.socks...)
+			socks = snap.Sockets[start:]
+		}
 		kept := socks[:0]
 		for i := range socks {
 			if q.matchSocket(&socks[i]) {
@@ -212,11 +243,10 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		}
 		stats = append(stats, s.attr.AttributeSockets(ctx, g.pids, kept))
 		switch {
-		case len(snap.Sockets) == 0:
-			snap.Sockets = kept // the usual single namespace: no copy
+		case join:
+			snap.Sockets = snap.Sockets[:start+len(kept)] // the next namespace's go right after
 		case len(kept) > 0:
-			// Sized once for every namespace left, not regrown by each.
-			snap.Sockets = append(slices.Grow(snap.Sockets, total-len(snap.Sockets)), kept...)
+			snap.Sockets = kept // the only namespace with sockets: no copy
 		}
 	}
 	if !s.NoCache {
@@ -386,6 +416,9 @@ func (s *Scanner) group(pids []int, restricted bool, n *notes) []nsGroup {
 type nsDump struct {
 	group nsGroup
 	socks []Socket
+	// spill, when the dump left its sockets unjoined (dumpOptions.spill),
+	// holds them instead of socks.
+	spill *socketCollector
 	src   string
 	err   error
 	notes notes
@@ -405,7 +438,7 @@ func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, 
 			d.err = err
 			return
 		}
-		d.socks, d.src, d.err = s.dump(groups[i], source, states, info, &d.notes)
+		d.socks, d.spill, d.src, d.err = s.dump(groups[i], source, states, info, &d.notes)
 	}
 	if len(groups) == 1 {
 		one(0)
@@ -428,25 +461,32 @@ func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, 
 // dump reads the sockets of one namespace from the chosen source. It is
 // called for several namespaces at once (dumpAll): it reads the Scanner's
 // settings and writes only n and, for the host's namespace, the scratch
-// buffer.
-func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes) ([]Socket, string, error) {
+// buffer. A one-shot scan's netlink dump returns its sockets unjoined, in
+// spill (see joinDump); any other, in socks.
+func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes) (socks []Socket, spill *socketCollector, src string, err error) {
 	useNetlink := source == SourceNetlink || (source == SourceAuto && s.ProcRoot == "/proc")
 	if useNetlink {
-		var socks []Socket
-		var err error
+		pid := 0
+		if !g.host {
+			pid = g.pids[0]
+		}
+		o := s.dumpOptions(pid, states, info)
+		if s.NoCache {
+			o.spill = &socketCollector{}
+		}
 		switch {
 		case g.host:
-			socks, err = dumpNetlinkHost(states, s.dumpOptions(0, states, info))
+			socks, err = dumpNetlinkHost(states, o)
 		case s.euid == 0:
-			socks, err = dumpNetlinkInNetNS(NetNSPath(s.ProcRoot, g.pids[0]), states, s.dumpOptions(g.pids[0], states, info))
+			socks, err = dumpNetlinkInNetNS(NetNSPath(s.ProcRoot, pid), states, o)
 		default:
 			err = errNotRoot
 		}
 		if err == nil {
-			return socks, SourceNetlink, nil
+			return socks, o.spill, SourceNetlink, nil
 		}
 		if source == SourceNetlink && !errors.Is(err, errNotRoot) {
-			return nil, "", fmt.Errorf("netlink dump: %w", err)
+			return nil, nil, "", fmt.Errorf("netlink dump: %w", err)
 		}
 		if !errors.Is(err, errNotRoot) {
 			n.add("netlink unavailable (%v): read /proc/net/tcp instead (no socket ages)", err)
@@ -456,15 +496,15 @@ func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes
 	if !g.host {
 		pid = g.pids[0]
 	}
-	socks, err := ReadProcNetTCP(s.ProcRoot, pid, states)
+	socks, err = ReadProcNetTCP(s.ProcRoot, pid, states)
 	if err != nil {
 		if errors.Is(err, ErrParse) && len(socks) > 0 {
 			n.add("%v", err)
-			return socks, SourceProc, nil
+			return socks, nil, SourceProc, nil
 		}
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	return socks, SourceProc, nil
+	return socks, nil, SourceProc, nil
 }
 
 // dumpOptions returns how to dump the namespace of pid (0: the scanner's):

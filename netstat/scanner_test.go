@@ -456,3 +456,97 @@ func TestScanRepeatedCarriesAge(t *testing.T) {
 		t.Errorf("third scan (tcp_info again): new CLOSE_WAIT %s has no age", added)
 	}
 }
+
+// TestScanSeveralNetNS checks the join of several namespaces' dumps: two
+// children in namespaces of their own and sockets of the test in the
+// host's, scanned one-shot (NoCache: each namespace's dump joined into one
+// slice from its spill chunks) and repeated. Every socket is there once,
+// with its holder and its namespace.
+func TestScanSeveralNetNS(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("entering another network namespace needs root")
+	}
+	var children []*sockettest.Child
+	for i := range 2 {
+		children = append(children, sockettest.StartChild(t, sockettest.Spec{Network: "tcp4", CloseWait: 3 + i, Listeners: 1, NetNS: true}))
+	}
+	mine := sockettest.CloseWait(t, "tcp4", 2)
+	host, err := NetNSOf("/proc", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		seen
+		ns uint64
+	}
+	wants := map[uint64]want{} // by inode
+	for _, c := range children {
+		ns, err := NetNSOf("/proc", c.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.Sockets() {
+			wants[w.Inode] = want{fromTest(w), ns}
+		}
+	}
+	for _, w := range mine {
+		wants[w.Inode] = want{fromTest(w), host}
+	}
+	// Second, a query that keeps only child 0's CLOSE_WAIT by their remote
+	// port: the others are dumped and must be dropped from the joined slice.
+	var ports []uint16
+	for _, w := range children[0].Sockets() {
+		if w.State == "CLOSE_WAIT" {
+			ports = append(ports, w.Remote.Port())
+		}
+	}
+	queries := []Query{{States: States(CloseWait, Listen)}, {States: States(CloseWait, Listen), RemotePorts: ports}}
+	for _, noCache := range []bool{true, false} {
+		for qi, q := range queries {
+			t.Run(fmt.Sprintf("NoCache=%v/query%d", noCache, qi), func(t *testing.T) {
+				expect := map[uint64]want{}
+				for ino, w := range wants {
+					x := Socket{Remote: netip.MustParseAddrPort(w.Remote)}
+					x.State, _ = ParseState(w.State)
+					if q.matchSocket(&x) {
+						expect[ino] = w
+					}
+				}
+				if qi == 1 && len(expect) >= len(wants)-1 {
+					t.Fatalf("the port filter keeps %d of %d sockets: it tests nothing", len(expect), len(wants))
+				}
+				s := NewScanner("/proc")
+				s.Source = SourceNetlink
+				s.NoCache = noCache
+				for round := range 2 {
+					snap, err := s.Scan(context.Background(), q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					count := map[uint64]int{}
+					for _, x := range snap.Sockets {
+						count[x.Inode]++
+						if !q.matchSocket(&x) {
+							t.Errorf("round %d: %s %s, which the query leaves out", round, x.State, key(x.Local, x.Remote))
+						}
+						if x.Inode != 0 && count[x.Inode] == 2 {
+							t.Errorf("round %d: inode %d reported twice", round, x.Inode)
+						}
+						w, ok := expect[x.Inode]
+						if !ok {
+							continue
+						}
+						if d := cmp.Diff(w.seen, fromScan(x)); d != "" || x.NetNS != w.ns {
+							t.Errorf("round %d: %s in netns %d, want %d (-want +got):\n%s", round, key(x.Local, x.Remote), x.NetNS, w.ns, d)
+						}
+					}
+					for ino, w := range expect {
+						if count[ino] != 1 {
+							t.Errorf("round %d: %s -> %s (inode %d) reported %d times, want once", round, w.Local, w.Remote, ino, count[ino])
+						}
+					}
+				}
+			})
+		}
+	}
+}

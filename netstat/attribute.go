@@ -151,7 +151,7 @@ func (a *Attributor) AttributeSockets(ctx context.Context, pids []int, socks []S
 	}
 	// The holders go straight into socks (each index is claimed once, so
 	// no two workers write the same socket): no table of owners beside
-	// them, 16 bytes a socket at the scan's memory peak.
+	// them, 16 bytes a socket.
 	return a.attribute(ctx, pids, want, len(socks), func(i int32, o Owner) {
 		socks[i].PID, socks[i].FD = o.PID, o.FD
 	}, uidOrder(socks))

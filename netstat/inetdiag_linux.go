@@ -69,7 +69,7 @@ type dumpOptions struct {
 	seen *[]uint64
 	// spill, when set, receives the dump's sockets, left in its spill
 	// chunks, and the dump returns none: a one-shot scan joins every
-	// namespace's into one slice of their total size (Scanner.joinDumps)
+	// namespace's into one slice of their total size (Scanner.Scan)
 	// and dedups each there, so that no namespace's sockets are ever
 	// held twice. It must start empty; on an error it holds nothing.
 	spill *socketCollector

@@ -462,7 +462,7 @@ func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, 
 // called for several namespaces at once (dumpAll): it reads the Scanner's
 // settings and writes only n and, for the host's namespace, the scratch
 // buffer. A one-shot scan's netlink dump returns its sockets unjoined, in
-// spill (see joinDump); any other, in socks.
+// spill (joined in Scan); any other, in socks.
 func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes) (socks []Socket, spill *socketCollector, src string, err error) {
 	useNetlink := source == SourceNetlink || (source == SourceAuto && s.ProcRoot == "/proc")
 	if useNetlink {

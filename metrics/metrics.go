@@ -233,55 +233,55 @@ func (c *Collector) WritePrometheus(w io.Writer) {
 		}
 		c.dump, c.pending = p.Dump, nil
 	}
-	header(&b, famSockets)
+	e := exposition{b: &b}
 	for _, s := range c.sockets {
-		sample(&b, famSockets.Name, float64(s.n), "pid", s.pid, "process", s.process, "remote", s.remote, "state", s.state) // labels sorted by name, as client_golang wrote them
+		e.sample(famSockets, float64(s.n), "pid", s.pid, "process", s.process, "remote", s.remote, "state", s.state) // labels sorted by name, as client_golang wrote them
 	}
-	header(&b, famOldest)
 	for _, p := range c.procs {
 		if p.hasOld {
-			sample(&b, famOldest.Name, p.oldest, "pid", p.pid, "process", p.process)
+			e.sample(famOldest, p.oldest, "pid", p.pid, "process", p.process)
 		}
 	}
-	header(&b, famGrowth)
 	for _, p := range c.procs {
 		if p.hasRate {
-			sample(&b, famGrowth.Name, p.growth, "pid", p.pid, "process", p.process)
+			e.sample(famGrowth, p.growth, "pid", p.pid, "process", p.process)
 		}
 	}
-	header(&b, famGrowing)
 	for _, p := range c.procs {
 		g := 0.0
 		if p.growing {
 			g = 1
 		}
-		sample(&b, famGrowing.Name, g, "pid", p.pid, "process", p.process)
+		e.sample(famGrowing, g, "pid", p.pid, "process", p.process)
 	}
-	header(&b, famScanDur)
-	sample(&b, famScanDur.Name, c.scanDur)
-	header(&b, famScans)
-	sample(&b, famScans.Name, float64(c.scans))
-	header(&b, famErrors)
-	sample(&b, famErrors.Name, float64(c.errors))
-	header(&b, famServed)
-	sample(&b, famServed.Name, float64(c.served))
+	e.sample(famScanDur, c.scanDur)
+	e.sample(famScans, float64(c.scans))
+	e.sample(famErrors, float64(c.errors))
+	e.sample(famServed, float64(c.served))
 	if !c.last.IsZero() {
-		header(&b, famLast)
-		sample(&b, famLast.Name, float64(c.last.UnixNano())/1e9)
+		e.sample(famLast, float64(c.last.UnixNano())/1e9)
 	}
 	c.mu.Unlock()
 	_, _ = w.Write(b.Bytes()) // outside the lock: a slow scraper must not stall Update
 }
 
-// header writes a family's HELP and TYPE lines.
-func header(b *bytes.Buffer, f Family) {
-	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", f.Name, helpEscaper.Replace(f.Help), f.Name, f.Type)
+// exposition writes samples in the text format, each family's HELP and
+// TYPE lines before its first sample: a family without samples is left out,
+// as client_golang left it out.
+type exposition struct {
+	b    *bytes.Buffer
+	last string // the family of the last sample
 }
 
-// sample writes one sample line: name{label="value",...} v, with labels
-// given as name, value pairs.
-func sample(b *bytes.Buffer, name string, v float64, labels ...string) {
-	b.WriteString(name)
+// sample writes one sample of f: name{label="value",...} v, with labels
+// given as name, value pairs. A family's samples must come together.
+func (e *exposition) sample(f Family, v float64, labels ...string) {
+	b := e.b
+	if f.Name != e.last {
+		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", f.Name, helpEscaper.Replace(f.Help), f.Name, f.Type)
+		e.last = f.Name
+	}
+	b.WriteString(f.Name)
 	for i := 0; i+1 < len(labels); i += 2 {
 		if i == 0 {
 			b.WriteByte('{')

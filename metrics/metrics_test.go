@@ -306,3 +306,20 @@ func TestHandlerMethods(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyFamiliesLeftOut checks that a family without samples (no scan
+// yet: no sockets, no processes) writes no HELP or TYPE line either, as
+// client_golang did, while the counters are there at 0.
+func TestEmptyFamiliesLeftOut(t *testing.T) {
+	var b strings.Builder
+	New().WritePrometheus(&b)
+	out := b.String()
+	for _, f := range []string{"kdiag_tcp_sockets", "kdiag_close_wait_oldest_age_seconds", "kdiag_close_wait_growing", "kdiag_last_scan_timestamp_seconds"} {
+		if strings.Contains(out, f) {
+			t.Errorf("output names %s, which has no sample:\n%s", f, out)
+		}
+	}
+	if mfs := parse(t, strings.NewReader(out)); mfs["kdiag_scans_total"].GetMetric()[0].GetCounter().GetValue() != 0 {
+		t.Errorf("kdiag_scans_total missing or not 0:\n%s", out)
+	}
+}

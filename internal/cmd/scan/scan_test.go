@@ -525,16 +525,7 @@ func TestStreamTableMatchesRender(t *testing.T) {
 	if err := renderTable(&want, header, rows); err != nil {
 		t.Fatal(err)
 	}
-	i := 0
-	err := streamTable(&got, header, func(r []string) bool {
-		if i == len(rows) {
-			i = 0
-			return false
-		}
-		copy(r, rows[i])
-		i++
-		return true
-	})
+	err := streamTable(&got, header, len(rows), func(i int, r []string) { copy(r, rows[i]) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,12 @@
 // packages whose init runs in every kdiag command, not only in watch; that
 // was 2.4 MB of the resident memory of every kdiag start and 2.4 MB of
 // binary (BENCHMARKS.md, scan). VictoriaMetrics/metrics, the lightweight
-// library made for the same job, has no such dependencies. Its gauges and
-// counters have fixed names, while kdiag's series are rebuilt from every
-// scan, so the kdiag_ families are written here, through the hook the
-// library provides for that (Set.RegisterMetricsWriter, which takes text
-// format lines); the tests read them back with Prometheus's own parser.
+// library made for the same job, has no such dependencies; it writes
+// kdiag's go_ and process_ metrics. Its gauges and counters have fixed
+// names, while kdiag's series are rebuilt from every scan (its own answer
+// for that, RegisterMetricsWriter, takes text format lines), so the kdiag_
+// families are written here; the tests read them back with Prometheus's
+// own parser.
 package metrics
 
 import (
@@ -317,9 +318,6 @@ const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 // (go_*, process_*: VictoriaMetrics/metrics' WriteProcessMetrics), in the
 // Prometheus text format.
 func Handler(c *Collector) http.Handler {
-	set := vm.NewSet()
-	set.RegisterMetricsWriter(c.WritePrometheus)
-	set.RegisterMetricsWriter(vm.WriteProcessMetrics)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -327,7 +325,8 @@ func Handler(c *Collector) http.Handler {
 			return
 		}
 		var b bytes.Buffer
-		set.WritePrometheus(&b)
+		c.WritePrometheus(&b)
+		vm.WriteProcessMetrics(&b)
 		w.Header().Set("Content-Type", ContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 		if r.Method == http.MethodGet {

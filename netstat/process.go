@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdiag/kdiag/internal/redact"
 	"github.com/shirou/gopsutil/v4/common"
 	"github.com/shirou/gopsutil/v4/process"
 )
@@ -46,7 +47,10 @@ func readProcess(ctx context.Context, procRoot string, pid int) (Process, []stri
 	gp := &process.Process{Pid: int32(pid)}
 	out.Name, _ = gp.NameWithContext(ctx)
 	args, _ := gp.CmdlineSliceWithContext(ctx)
-	out.Cmdline = strings.Join(args, " ")
+	// Command lines carry secrets (--sasl.password=…); what kdiag shows of
+	// them is masked here, at the one place every output gets them from.
+	// Kafka detection reads the raw args.
+	out.Cmdline = redact.Cmdline(args)
 	if uids, err := gp.UidsWithContext(ctx); err == nil && len(uids) > 0 {
 		out.UID = uids[0]
 		if u, err := gp.UsernameWithContext(ctx); err == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,5 +81,27 @@ func TestReadProcessExited(t *testing.T) {
 	_, err := ReadProcess(context.Background(), t.TempDir(), 12345)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestReadProcessMasksSecrets runs a real process with secrets on its command
+// line: what kdiag reads of it (and so every output) shows none of them.
+func TestReadProcessMasksSecrets(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30; exit 0", "sh", "--sasl.password=Hunter2", "-Djavax.net.ssl.keyStorePassword=Ks3cret", "--password", "Pw9")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start sh: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	p, err := ReadProcess(context.Background(), "/proc", cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"Hunter2", "Ks3cret", "Pw9"} {
+		if strings.Contains(p.Cmdline, secret) {
+			t.Errorf("cmdline %q shows the secret %q", p.Cmdline, secret)
+		}
+	}
+	if !strings.Contains(p.Cmdline, "--sasl.password=******") || !strings.Contains(p.Cmdline, "sleep 30; exit 0") {
+		t.Errorf("cmdline %q, want the arguments kept with the secret masked", p.Cmdline)
 	}
 }

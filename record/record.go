@@ -10,6 +10,8 @@
 package record
 
 import (
+	"github.com/kdiag/kdiag/internal/redact"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -118,6 +120,10 @@ func Read(r io.Reader) ([]netstat.Snapshot, []Note, error) {
 				case s.Time.IsZero():
 					notes = append(notes, Note{line, "snapshot without a time; skipped"})
 				default:
+					// Recordings written before kdiag masked command lines hold them in clear.
+					for i := range s.Processes {
+						s.Processes[i].Cmdline = redact.Line(s.Processes[i].Cmdline)
+					}
 					snaps = append(snaps, s)
 				}
 			}

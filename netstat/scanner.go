@@ -267,6 +267,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		snap.Source = SourceProc
 	}
 
+	snap.Unseen = s.unseen(snap.Sockets, stats, restricted, &n)
 	if restricted {
 		keep := make(map[int]bool, len(cand))
 		for _, p := range cand {
@@ -286,8 +287,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		s.lastStats.Denied = append(s.lastStats.Denied, st.Denied...)
 		s.lastStats.Failed = append(s.lastStats.Failed, st.Failed...)
 	}
-	s.attributionNotes(snap.Sockets, stats, &n)
-	snap.Processes = s.processes(ctx, snap.Sockets, groups, q, &n)
+	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, groups, q, restricted, &n)
 	snap.Notes = n.list
 	s.dumps++
 	snap.Dump = s.dumps
@@ -371,8 +371,8 @@ func (s *Scanner) group(pids []int, restricted bool, n *notes) []nsGroup {
 			// GroupByNetNS advises running as root; kdiag is root
 			// already, and what refuses it (a ptrace restriction, another
 			// user namespace) is not kdiag's to fix.
-			x = fmt.Sprintf("the network namespace of %s could not be read even as root (permission denied); they were looked for in kdiag's own",
-				cmdPlural(len(byNS[0]), "process", "processes"))
+			x = fmt.Sprintf("the network namespace of %s could not be read even as root (permission denied: ptrace restrictions or another user namespace); %s looked for in kdiag's own",
+				pidList(byNS[0], s.comm), pronoun(len(byNS[0]), "its sockets were", "their sockets were"))
 		}
 		n.add("%s", x)
 	}
@@ -528,41 +528,13 @@ func (s *Scanner) dumpOptions(pid int, states, info StateSet) dumpOptions {
 // non-root scan reads that namespace's /proc/<pid>/net/tcp instead.
 var errNotRoot = errors.New("not root")
 
-// attributionNotes turns what attribution met into notes, once each.
-func (s *Scanner) attributionNotes(socks []Socket, stats []AttributeStats, n *notes) {
-	var exited, denied []int
-	for _, st := range stats {
-		exited = append(exited, st.Exited...)
-		denied = append(denied, st.Denied...)
-		for _, f := range st.Failed {
-			n.add("reading fds: %s", f)
-		}
-	}
-	unattributed := 0
-	for i := range socks {
-		if socks[i].Inode != 0 && socks[i].PID == 0 {
-			unattributed++
-		}
-	}
-	switch {
-	case len(denied) == 0 || unattributed == 0:
-	case s.euid == 0:
-		// Root and still refused: a ptrace restriction (Yama, an LSM) or a
-		// process of another user namespace; nothing kdiag can fix.
-		n.add("%s unattributed: the fds of %s could not be read even as root (permission denied: ptrace restrictions or another user namespace)",
-			cmdPlural(unattributed, "socket", "sockets"), cmdPlural(len(denied), "process", "processes"))
-	default:
-		n.add("%s unattributed: the fds of %s could not be read (permission denied); run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them",
-			cmdPlural(unattributed, "socket", "sockets"), cmdPlural(len(denied), "process", "processes"))
-	}
-	if len(exited) > 0 {
-		n.add("%s exited during the scan", cmdPlural(len(exited), "process", "processes"))
-	}
-}
-
 // processes reads the metadata of every process holding a reported socket,
 // counts its sockets by state and says whether it is a Kafka client.
-func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGroup, q Query, n *notes) []Process {
+//
+// A process that exits before its details are read no longer holds its
+// sockets (its fds closed with it): they are left unattributed, or dropped
+// when the query selects processes, and a note names it.
+func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGroup, q Query, restricted bool, n *notes) ([]Process, []Socket) {
 	// Counts per pid, in one pass: the sockets themselves are not copied.
 	type tally struct {
 		states  [maxState]int
@@ -631,16 +603,33 @@ func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGrou
 	}
 	close(work)
 	wg.Wait()
-	exited := 0
-	for _, f := range failed {
+	var exited []int
+	gone := map[int]bool{}
+	for i, f := range failed {
 		if f {
-			exited++
+			exited = append(exited, pids[i])
+			gone[pids[i]] = true
 		}
 	}
-	if exited > 0 {
-		n.add("%s exited before their details were read", cmdPlural(exited, "process", "processes"))
+	if len(exited) == 0 {
+		return out, socks
 	}
-	return out
+	out = slices.DeleteFunc(out, func(p Process) bool { return gone[p.PID] })
+	left := 0
+	for i := range socks {
+		if gone[socks[i].PID] {
+			socks[i].PID, socks[i].FD = 0, -1
+			left++
+		}
+	}
+	what := "left unattributed"
+	if restricted {
+		socks = slices.DeleteFunc(socks, func(x Socket) bool { return x.PID == 0 })
+		what = "left out"
+	}
+	n.add("%s exited before %s details were read; %s %s", pidList(exited, nil), pronoun(len(exited), "its", "their"),
+		cmdPlural(left, "socket is", "sockets are"), what)
+	return out, socks
 }
 
 // compareSockets orders sockets by state, then local and remote address.

@@ -448,6 +448,25 @@ func TestScanFixtureProcRoot(t *testing.T) {
 		}
 	}
 
+	// pid 200 holds the second CLOSE_WAIT, but is a zombie by the time its
+	// details are read: nothing but its stat is left, and its fds closed
+	// with it.
+	write("200/stat", "200 (producer) Z 1 200 200 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 30 0 12345 0 0 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	if err := os.Link(filepath.Join(root, "100/ns/net"), filepath.Join(root, "200/ns/net")); err != nil {
+		if err := os.MkdirAll(filepath.Join(root, "200/ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(filepath.Join(root, "100/ns/net"), filepath.Join(root, "200/ns/net")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "200/fd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("socket:[5003]", filepath.Join(root, "200/fd/5")); err != nil {
+		t.Fatal(err)
+	}
+
 	f, out, errOut := factory()
 	f.ProcRoot = root
 	cmd := NewCmdScan(f, nil)
@@ -482,7 +501,10 @@ func TestScanFixtureProcRoot(t *testing.T) {
 		t.Errorf("source %q, want proc (a fixture tree has no kernel behind it)", snap.Source)
 	}
 	if len(snap.Processes) != 1 {
-		t.Fatalf("processes %+v, want pid 100 only", snap.Processes)
+		t.Fatalf("processes %+v, want pid 100 only (pid 200 exited)", snap.Processes)
+	}
+	if want := "kdiag: note: pid 200 exited before its details were read; 1 socket is left unattributed"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 	p := snap.Processes[0]
 	if p.PID != 100 || p.Name != "java" || p.UID != 1000 || !strings.HasPrefix(p.Kafka, "kafka-clients on class path") ||

@@ -10,6 +10,7 @@
 //	kdiag_close_wait_oldest_age_seconds{pid,process}      age of the process's oldest CLOSE_WAIT socket
 //	kdiag_close_wait_growth_per_minute{pid,process}       CLOSE_WAIT growth rate, least-squares over the analyzer's recent window
 //	kdiag_close_wait_growing{pid,process}                 1 when the analyzer's verdict is growing (a leak)
+//	kdiag_unseen_sockets{state}                           sockets kdiag could not attribute because it could not read their possible holders
 //	kdiag_scan_duration_seconds                           how long the last scan took
 //	kdiag_scans_total, kdiag_scan_errors_total            scans done and scans that failed
 //	kdiag_scans_served_total                              scans that served the last dump again (watch --events)
@@ -70,6 +71,8 @@ var (
 		"CLOSE_WAIT growth in sockets per minute, least-squares over the analyzer's recent window."}
 	famGrowing = Family{"kdiag_close_wait_growing", "gauge",
 		"1 when the analyzer's verdict for the process's CLOSE_WAIT count is growing (a leak), else 0."}
+	famUnseen = Family{"kdiag_unseen_sockets", "gauge",
+		"Sockets of the last scan that kdiag could not attribute because it could not read the processes that may hold them (permission, its own file-descriptor limit): a leak among them shows in no other kdiag_ series."}
 	famScanDur = Family{"kdiag_scan_duration_seconds", "gauge", "Duration of the last scan."}
 	famScans   = Family{"kdiag_scans_total", "counter", "Scans done, failed ones included."}
 	famErrors  = Family{"kdiag_scan_errors_total", "counter", "Scans that failed."}
@@ -81,7 +84,7 @@ var (
 // Families returns every family a Collector writes, in the order it writes
 // them.
 func Families() []Family {
-	return []Family{famSockets, famOldest, famGrowth, famGrowing, famScanDur, famScans, famErrors, famServed, famLast}
+	return []Family{famSockets, famOldest, famGrowth, famGrowing, famUnseen, famScanDur, famScans, famErrors, famServed, famLast}
 }
 
 // Collector holds the metrics of the last scan and analysis. Update and
@@ -103,8 +106,10 @@ type Collector struct {
 	// dump is the netstat.Snapshot.Dump that sockets was aggregated from:
 	// a pending snapshot that serves the same dump again (Unchanged) has
 	// the same sockets, and is not aggregated again.
-	dump    uint64
-	procs   []procSeries
+	dump  uint64
+	procs []procSeries
+	// unseen is the last scan's netstat.Snapshot.Unseen sockets by state.
+	unseen  map[string]int
 	scanDur float64
 	scans   uint64
 	errors  uint64
@@ -152,6 +157,10 @@ func (c *Collector) Update(s *netstat.Snapshot, a *analyzer.Analysis, scanDur ti
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending, c.procs = s, procs
+	c.unseen = nil
+	if s.Unseen != nil {
+		c.unseen = s.Unseen.Sockets
+	}
 	c.scanDur = scanDur.Seconds()
 	c.scans++
 	if s.Unchanged {
@@ -254,6 +263,14 @@ func (c *Collector) WritePrometheus(w io.Writer) {
 			g = 1
 		}
 		e.sample(famGrowing, g, "pid", p.pid, "process", p.process)
+	}
+	states := make([]string, 0, len(c.unseen))
+	for st := range c.unseen {
+		states = append(states, st)
+	}
+	slices.Sort(states)
+	for _, st := range states {
+		e.sample(famUnseen, float64(c.unseen[st]), "state", st)
 	}
 	e.sample(famScanDur, c.scanDur)
 	e.sample(famScans, float64(c.scans))

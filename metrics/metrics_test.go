@@ -324,3 +324,21 @@ func TestEmptyFamiliesLeftOut(t *testing.T) {
 		t.Errorf("kdiag_scans_total missing or not 0:\n%s", out)
 	}
 }
+
+// TestUnseenSockets: the sockets a scan could not attribute are a series of
+// their own, by state, and go when a later scan sees everything.
+func TestUnseenSockets(t *testing.T) {
+	c := New()
+	snaps := series(2)
+	snaps[0].Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 30, "ESTABLISHED": 2}, Reason: "permission denied"}
+	c.Update(&snaps[0], nil, time.Millisecond)
+	got := flat(gather(t, c), "kdiag_unseen_sockets")
+	want := []string{"kdiag_unseen_sockets{state=CLOSE_WAIT} 30", "kdiag_unseen_sockets{state=ESTABLISHED} 2"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	c.Update(&snaps[1], nil, time.Millisecond)
+	if mf := gather(t, c)["kdiag_unseen_sockets"]; mf != nil {
+		t.Errorf("after a scan that saw everything: %v, want no series", mf)
+	}
+}

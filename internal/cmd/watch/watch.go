@@ -369,11 +369,19 @@ loop:
 	if err := report.Text(o.IO.Out, a); err != nil {
 		return err
 	}
+	if err := report.TextNotes(o.IO.ErrOut, "kdiag watch: ", a); err != nil {
+		return err
+	}
 	if o.Report != "" {
 		if err := writeReport(o.Report, "kdiag watch", a, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.IO.ErrOut, "kdiag watch: report written to %s\n", o.Report)
+	}
+	if a.Unseen != nil {
+		// What could not be seen could hide a leak: the findings above
+		// are not the whole truth (UnseenLine said why).
+		return cmdutil.Exit(cmdutil.ExitUnknown)
 	}
 	return nil
 }

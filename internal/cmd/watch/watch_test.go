@@ -497,3 +497,35 @@ func TestPlainLineSaysServed(t *testing.T) {
 		t.Errorf("served: %q", l)
 	}
 }
+
+// TestUnseenIsUnknown: a watch whose scans could not attribute CLOSE_WAIT
+// sockets says so before its findings and exits 3 (UNKNOWN), and its notes
+// go to stderr, not among the findings on stdout.
+func TestUnseenIsUnknown(t *testing.T) {
+	ios, _, out, errOut := cmdutil.Test()
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	n := 0
+	o := &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 3, Quiet: true,
+		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			n++
+			return &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink",
+				Sockets: []netstat.Socket{{State: netstat.CloseWait, Inode: 9, FD: -1}},
+				Notes:   []string{"1 socket unattributed: the fds of pid 1 (init) could not be read (permission denied)"},
+				Unseen:  &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1}, Reason: "the fds of pid 1 (init) could not be read (permission denied)"},
+			}, nil
+		}}
+	err := runWatch(o)
+	if code := cmdutil.ExitCode(err); code != cmdutil.ExitUnknown {
+		t.Errorf("exit %d, want %d", code, cmdutil.ExitUnknown)
+	}
+	want := "UNKNOWN: in 3 of 3 samples up to 1 CLOSE_WAIT socket could not be attributed (the fds of pid 1 (init) could not be read (permission denied))"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("stdout lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out.String(), "note:") {
+		t.Errorf("notes on stdout:\n%s", out)
+	}
+	if !strings.Contains(errOut.String(), "kdiag watch: note: 1 socket unattributed") {
+		t.Errorf("stderr lacks the note:\n%s", errOut)
+	}
+}

@@ -40,8 +40,8 @@ type Tracker struct {
 	noteOrder []string
 	// unseen sums the samples in which CLOSE_WAIT sockets could not be
 	// attributed (netstat.Snapshot.Unseen).
-	unseen Unseen
-	sources   map[string]bool
+	unseen  Unseen
+	sources map[string]bool
 }
 
 type procState struct {

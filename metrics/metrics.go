@@ -1,8 +1,7 @@
 // Package metrics exposes what `kdiag watch` sees as Prometheus metrics, in
 // the Prometheus text exposition format (version 0.0.4): served over HTTP
-// (--listen, with kdiag's own go_ and process_ metrics from
-// VictoriaMetrics/metrics) or written for node_exporter's textfile collector
-// (--textfile).
+// (--listen, with kdiag's own go_ and process_ metrics, see process.go) or
+// written for node_exporter's textfile collector (--textfile).
 //
 // Metrics (every gauge is the state at the last scan):
 //
@@ -18,16 +17,16 @@
 //
 // pid is "0" and process "" for sockets no process could be found for.
 //
-// Why not client_golang: it links google.golang.org/protobuf and 46 other
-// packages whose init runs in every kdiag command, not only in watch; that
-// was 2.4 MB of the resident memory of every kdiag start and 2.4 MB of
-// binary (BENCHMARKS.md, scan). VictoriaMetrics/metrics, the lightweight
-// library made for the same job, has no such dependencies; it writes
-// kdiag's go_ and process_ metrics. Its gauges and counters have fixed
-// names, while kdiag's series are rebuilt from every scan (its own answer
-// for that, RegisterMetricsWriter, takes text format lines), so the kdiag_
-// families are written here; the tests read them back with Prometheus's
-// own parser.
+// Why no client library: client_golang links google.golang.org/protobuf
+// and 46 other packages whose init runs in every kdiag command, not only in
+// watch; that was 2.4 MB of the resident memory of every kdiag start and
+// 2.4 MB of binary (BENCHMARKS.md, scan). VictoriaMetrics/metrics, the
+// lightweight one, reads cgroup files in its package init (every kdiag
+// start), and its process metrics have no help text and names promtool
+// check metrics rejects. kdiag's series are rebuilt from every scan, which
+// neither library's fixed gauges model, so the exposition is written here
+// (about 60 lines, escaping included); the tests read it back with
+// Prometheus's own parser and check it with promtool.
 package metrics
 
 import (
@@ -45,7 +44,6 @@ import (
 	"sync"
 	"time"
 
-	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/netstat"
 )
@@ -343,7 +341,7 @@ func Handler(c *Collector) http.Handler {
 		}
 		var b bytes.Buffer
 		c.WritePrometheus(&b)
-		vm.WriteProcessMetrics(&b)
+		writeProcess(&exposition{b: &b})
 		w.Header().Set("Content-Type", ContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 		if r.Method == http.MethodGet {

@@ -4,6 +4,7 @@ package metrics
 // tests scrape metrics of real sockets.
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -340,5 +342,30 @@ func TestUnseenSockets(t *testing.T) {
 	c.Update(&snaps[1], nil, time.Millisecond)
 	if mf := gather(t, c)["kdiag_unseen_sockets"]; mf != nil {
 		t.Errorf("after a scan that saw everything: %v, want no series", mf)
+	}
+}
+
+// TestPromtoolChecksEndpoint runs promtool check metrics, Prometheus's own
+// linter, on what /metrics serves: every family, kdiag's own go_ and
+// process_ ones included, has its HELP and TYPE and a conventional name.
+func TestPromtoolChecksEndpoint(t *testing.T) {
+	if _, err := exec.LookPath("promtool"); err != nil {
+		t.Skip("promtool not installed (Debian package prometheus; .ci/run installs it)")
+	}
+	c := fed(60)
+	snap := series(1)[0]
+	snap.Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 3}, Reason: "permission denied"}
+	c.Update(&snap, nil, time.Millisecond)
+	rec := httptest.NewRecorder()
+	Handler(c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	cmd := exec.Command("promtool", "check", "metrics")
+	cmd.Stdin = bytes.NewReader(rec.Body.Bytes())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "process_resident_memory_bytes", "kdiag_unseen_sockets"} {
+		if !strings.Contains(rec.Body.String(), "# HELP "+name+" ") {
+			t.Errorf("no HELP for %s", name)
+		}
 	}
 }

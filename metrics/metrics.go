@@ -33,10 +33,10 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/atomicfile"
 	"io"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -356,32 +356,21 @@ const TextfileName = "kdiag.prom"
 // WriteTextfile writes c's metrics, without go_ and process_ ones
 // (node_exporter exports its own, and a duplicate name would make it reject
 // the file), to dir/kdiag.prom atomically: into a temporary file in dir
-// (named kdiag.prom<random>, which node_exporter skips since it reads only
+// (.kdiag.prom.<pid>.<n>.tmp, which node_exporter skips since it reads only
 // *.prom), then renamed over the old one, so the collector never reads a
 // half-written file.
-func WriteTextfile(dir string, c *Collector) (err error) {
-	f, err := os.CreateTemp(dir, TextfileName+"*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+func WriteTextfile(dir string, c *Collector) error {
 	var b bytes.Buffer
 	c.WritePrometheus(&b)
-	if _, err = f.Write(b.Bytes()); err != nil {
-		return err
-	}
-	// CreateTemp makes the file 0600; node_exporter often runs as another
-	// user.
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(dir, TextfileName))
+	// 0644 (less the umask): node_exporter often runs as another user, and
+	// the file holds no command line.
+	return atomicfile.Write(filepath.Join(dir, TextfileName), b.Bytes(), 0o644)
+}
+
+// CleanTextfileDir removes the temporary files a killed kdiag left in dir
+// (see atomicfile.CleanStale) and returns a note saying what it removed, ""
+// when nothing.
+func CleanTextfileDir(dir string) (string, error) {
+	removed, err := atomicfile.CleanStale(dir, TextfileName)
+	return atomicfile.Describe(dir, removed), err
 }

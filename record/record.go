@@ -31,7 +31,9 @@ type Writer struct {
 
 // Open opens path for appending, creating it (mode 0644) if needed.
 func Open(path string) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// 0600 (less the umask): a recording holds every process's command
+	// line and endpoints. A file that exists keeps its mode.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}

@@ -5,8 +5,8 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/atomicfile"
 	"github.com/kdiag/kdiag/internal/human"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -109,7 +109,8 @@ func runReport(o *ReportOptions) error {
 		_, err := o.IO.Out.Write(buf.Bytes())
 		return err
 	}
-	if err := os.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
+	// 0600: a report holds command lines and endpoints.
+	if err := atomicfile.Write(o.Out, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	fmt.Fprintf(o.IO.ErrOut, "kdiag report: %s: %s, %s written to %s\n", o.File, human.Plural(len(snaps), "snapshot"), human.Plural(len(a.Findings), "finding"), o.Out)

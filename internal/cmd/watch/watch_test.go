@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/netip"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -527,5 +529,56 @@ func TestUnseenIsUnknown(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "kdiag watch: note: 1 socket unattributed") {
 		t.Errorf("stderr lacks the note:\n%s", errOut)
+	}
+}
+
+// TestOutputsAreNotExposed: a report and a recording hold command lines, so
+// they are created 0600 (through the umask); a listener beyond loopback is
+// warned of; and the temporary file a killed watch left in --textfile's
+// directory is removed at start.
+func TestOutputsAreNotExposed(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	// What a kdiag killed between create and rename left: a pid that is gone.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip(err)
+	}
+	leftover := filepath.Join(dir, fmt.Sprintf(".kdiag.prom.%d.1.tmp", dead.Process.Pid))
+	if err := os.WriteFile(leftover, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, errOut := cmdutil.Test()
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	n := 0
+	o := &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 2, Quiet: true,
+		Record: filepath.Join(dir, "rec.jsonl"), Report: filepath.Join(dir, "r.md"), Textfile: dir,
+		// All interfaces, bound for the two scans of this test only.
+		Listen: "0.0.0.0:0",
+		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			n++
+			return &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink"}, nil
+		}}
+	if err := runWatch(o); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{o.Record, o.Report} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %o, want 600", filepath.Base(p), st.Mode().Perm())
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, metrics.TextfileName)); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("textfile: %v, want mode 644 (node_exporter reads it)", err)
+	}
+	if _, err := os.Stat(leftover); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the killed watch's temporary file is still there (%v)", err)
+	}
+	if !strings.Contains(errOut.String(), "warning: --listen 0.0.0.0:0 serves pids, process names and remote endpoints, without authentication") {
+		t.Errorf("no warning for a listener beyond loopback:\n%s", errOut)
 	}
 }

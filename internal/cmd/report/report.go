@@ -93,6 +93,10 @@ func runReport(o *ReportOptions) error {
 	if err != nil {
 		return cmdutil.UsageErrorf("report: %v", err)
 	}
+	if n := record.SortByTime(snaps); n > 0 {
+		notes = append(notes, record.Note{Text: fmt.Sprintf("%s out of time order (two watches appending to one file, or a file pieced together): sorted by time, none dropped",
+			human.Plural(n, "snapshot"))})
+	}
 	var ns []string
 	for _, n := range notes {
 		msg := fmt.Sprintf("%s: %s", o.File, n)

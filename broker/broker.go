@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -61,6 +62,11 @@ type Config struct {
 	// broker, so that every broker leads a partition and a producer that
 	// writes to every partition connects to every broker.
 	Partitions int
+	// MaxRequestBytes is the broker's socket.request.max.bytes: a request
+	// frame larger than this is refused and its connection closed, before
+	// any of it is buffered. 0 means DefaultMaxRequestBytes (100 MiB, as
+	// Kafka).
+	MaxRequestBytes int
 	// Logger receives the accept and close events; nil discards them.
 	Logger *slog.Logger
 }
@@ -77,6 +83,9 @@ type Counts struct {
 	ClosedByClient int `json:"closed_by_client"`
 	// ClosedShutdown is how many were closed by Close.
 	ClosedShutdown int `json:"closed_shutdown"`
+	// ClosedInvalid is how many the broker closed because it refused a
+	// request frame (ReasonInvalidRequest).
+	ClosedInvalid int `json:"closed_invalid"`
 	// ClosedOther is how many kfake dropped for another reason.
 	ClosedOther int `json:"closed_other"`
 }
@@ -87,6 +96,7 @@ func (c *Counts) add(o Counts) {
 	c.ClosedIdle += o.ClosedIdle
 	c.ClosedByClient += o.ClosedByClient
 	c.ClosedShutdown += o.ClosedShutdown
+	c.ClosedInvalid += o.ClosedInvalid
 	c.ClosedOther += o.ClosedOther
 }
 
@@ -126,6 +136,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	if cfg.Brokers < 0 || cfg.Partitions < 0 || cfg.Idle < 0 {
 		return nil, errors.New("broker: Brokers, Partitions and Idle must not be negative")
+	}
+	maxRequest := cfg.MaxRequestBytes
+	if maxRequest == 0 {
+		maxRequest = DefaultMaxRequestBytes
+	}
+	if maxRequest < 0 || maxRequest > math.MaxInt32 {
+		return nil, fmt.Errorf("broker: MaxRequestBytes %d is out of range: give 1 to %d bytes (Kafka's socket.request.max.bytes is an int)", cfg.MaxRequestBytes, math.MaxInt32)
+	}
+	versions, err := kfakeVersions()
+	if err != nil {
+		return nil, err
 	}
 	n := cfg.Brokers
 	if n == 0 {
@@ -170,11 +191,13 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		port := ln.Addr().(*net.TCPAddr).Port
 		ports[i] = port
 		l := &listener{
-			Listener:  ln,
-			c:         c,
-			node:      int32(i),
-			advertise: hostPort(net.JoinHostPort(adv, strconv.Itoa(port))),
-			conns:     make(map[*trackedConn]struct{}),
+			Listener:   ln,
+			c:          c,
+			node:       int32(i),
+			advertise:  hostPort(net.JoinHostPort(adv, strconv.Itoa(port))),
+			maxRequest: int32(maxRequest),
+			versions:   versions,
+			conns:      make(map[*trackedConn]struct{}),
 		}
 		c.lns = append(c.lns, l)
 		byPort[port] = l

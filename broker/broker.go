@@ -349,6 +349,20 @@ func (c *Cluster) Stats() Stats {
 	return s
 }
 
+// CloseIdle closes now, as the broker's idle close (logged and counted as
+// idle), every connection with no request being read or answered, and
+// returns how many it closed. It is the reaper's close without waiting out
+// Idle, for tests and demos that must drive the close rather than race a
+// timer; unlike the reaper, which follows Kafka's Selector and closes on
+// silence alone, it leaves a connection whose client awaits a response.
+func (c *Cluster) CloseIdle() int {
+	n := 0
+	for _, l := range c.lns {
+		n += l.closeIdleNow()
+	}
+	return n
+}
+
 // Close stops the cluster: it closes the listeners and every connection
 // (logged as shutdown) and waits for the reapers. It is safe to call more
 // than once.

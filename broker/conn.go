@@ -93,19 +93,42 @@ func (l *listener) reap(idle time.Duration, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-t.C:
-			var expired []*trackedConn
-			l.mu.Lock()
-			for tc := range l.conns {
-				if now.Sub(tc.lastActivity()) > idle {
-					expired = append(expired, tc)
-				}
-			}
-			l.mu.Unlock()
-			for _, tc := range expired {
+			for _, tc := range l.expired(now, idle) {
 				tc.closeFor(ReasonIdle)
 			}
 		}
 	}
+}
+
+// expired returns the connections that at now have been idle longer than
+// idle: no byte read or written since now-idle.
+func (l *listener) expired(now time.Time, idle time.Duration) []*trackedConn {
+	var out []*trackedConn
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for tc := range l.conns {
+		if now.Sub(tc.lastActivity()) > idle {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+// closeIdleNow closes, for idleness, every connection that is idle now, and
+// returns how many.
+func (l *listener) closeIdleNow() int {
+	var idle []*trackedConn
+	l.mu.Lock()
+	for tc := range l.conns {
+		if tc.idleNow() {
+			idle = append(idle, tc)
+		}
+	}
+	l.mu.Unlock()
+	for _, tc := range idle {
+		tc.closeFor(ReasonIdle)
+	}
+	return len(idle)
 }
 
 // closeAll closes every open connection for reason (cluster shutdown).
@@ -141,6 +164,11 @@ type trackedConn struct {
 	// the connection: pending is what is left of the accepted frame.
 	frames  *frameReader
 	pending []byte
+	// reading is set while part of a request frame has arrived; inflight
+	// counts the requests handed to kfake and not yet answered. Both zero
+	// is "idle now" for CloseIdle.
+	reading  atomic.Bool
+	inflight atomic.Int32
 
 	mu     sync.Mutex
 	reason Reason // the first reason found wins
@@ -177,7 +205,13 @@ func (c *trackedConn) setReason(r Reason, detail string) {
 func (c *trackedConn) Read(b []byte) (int, error) {
 	if len(c.pending) == 0 {
 		c.pending = nil // let the used frame go while the next one arrives
-		frame, _, err := c.frames.next()
+		frame, h, err := c.frames.next()
+		if err == nil && !h.NoResponse {
+			// Counted before reading is cleared: idleNow never sees
+			// the request neither read nor in flight.
+			c.inflight.Add(1)
+		}
+		c.reading.Store(false)
 		if err != nil {
 			var trunc *truncatedError
 			switch {
@@ -204,6 +238,7 @@ type socketReader struct{ c *trackedConn }
 func (s socketReader) Read(b []byte) (int, error) {
 	n, err := s.c.Conn.Read(b)
 	if n > 0 {
+		s.c.reading.Store(true)
 		s.c.touch()
 	}
 	switch {
@@ -216,13 +251,22 @@ func (s socketReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// Write is kfake writing one whole response (client_conn.go's write makes
+// one Write call per response): it answers the oldest request in flight.
 func (c *trackedConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
 	if n > 0 {
 		c.touch()
 	}
+	if err == nil && c.inflight.Load() > 0 {
+		c.inflight.Add(-1)
+	}
 	return n, err
 }
+
+// idleNow says the connection has no request being read or answered: the
+// client waits for nothing from the broker.
+func (c *trackedConn) idleNow() bool { return !c.reading.Load() && c.inflight.Load() == 0 }
 
 // Close is what kfake calls when it is done with the connection: after a
 // read error (the client's EOF, or our own close), a failed write, or the

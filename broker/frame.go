@@ -60,6 +60,8 @@ type requestHeader struct {
 	ClientID     *string
 	// Size is the header's length in bytes: the body starts there.
 	Size int
+	// NoResponse: the broker sends nothing back (Produce with acks=0).
+	NoResponse bool
 }
 
 func (h requestHeader) String() string {
@@ -132,6 +134,9 @@ func parseRequest(body []byte, vs versionTable) (requestHeader, error) {
 	}
 	if err := req.(kmsg.UnsafeReadFrom).UnsafeReadFrom(r.Src); err != nil {
 		return h, fmt.Errorf("%w: %s body: %v", ErrMalformedRequest, h, decodeError(err))
+	}
+	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+		h.NoResponse = true
 	}
 	return h, nil
 }

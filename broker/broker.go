@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DefaultPort is the first port tried when Config.Ports is empty: brokers
@@ -127,6 +128,10 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	stopCtx func() bool // unregisters the AfterFunc of Start's ctx
+
+	// legacyMetadata counts the Metadata v0-3 requests given Kafka's
+	// meaning (legacyMetadataControl).
+	legacyMetadata atomic.Int64
 }
 
 // Start starts the cluster. It is closed by Close or when ctx is done.
@@ -239,6 +244,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("broker: start kfake: %w", err)
 	}
 	c.kf = kf
+	kf.ControlKey(int16(kmsg.Metadata), c.legacyMetadataControl)
 	for _, l := range c.lns {
 		logger.Info("broker listening", "node", l.node, "addr", l.advertise.String(), "bind", l.Listener.Addr().String(), "idle", idleString(cfg.Idle))
 		if cfg.Idle > 0 {
@@ -257,6 +263,35 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.stopCtx = stop
 	c.mu.Unlock()
 	return c, nil
+}
+
+// legacyMetadataControl gives Metadata v0-3 requests (key 3) the meaning
+// Kafka gives them. Those versions have no AllowAutoTopicCreation field,
+// which Kafka then reads as true (MetadataRequest.json: "versions": "4+",
+// "default": "true"), so that a broker with auto.create.topics.enable
+// creates the topics they name (KafkaApis.handleTopicMetadataRequest); and
+// in v0 an empty topic list asks for every topic (MetadataRequest.isAllTopics).
+// kfake decodes the missing field as false and a v0 empty list as no topic,
+// so kafka-python 2.0.2, which sends v1, could not produce to a new topic.
+// It runs as a kfake control function, before kfake handles the request,
+// and hands it on changed (not handled).
+func (c *Cluster) legacyMetadataControl(req kmsg.Request) (kmsg.Response, error, bool) {
+	// kfake keeps, for each control function, the last request of every
+	// connection that reached it (controlCtx.lastReq), and never forgets
+	// a connection: a function kept for the cluster's life would hold
+	// every connection ever made. A fresh one for each request holds one.
+	c.kf.ControlKey(int16(kmsg.Metadata), c.legacyMetadataControl)
+	c.kf.DropControl()
+	m, ok := req.(*kmsg.MetadataRequest)
+	if !ok || m.Version > 3 {
+		return nil, nil, false
+	}
+	c.legacyMetadata.Add(1)
+	m.AllowAutoTopicCreation = true
+	if m.Version == 0 && len(m.Topics) == 0 {
+		m.Topics = nil
+	}
+	return nil, nil, false
 }
 
 func idleString(d time.Duration) string {

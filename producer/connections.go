@@ -7,6 +7,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"sort"
@@ -38,11 +39,12 @@ const (
 	closePeerEOF                          // broker closed first: EOF
 	closePeerReset                        // broker reset the connection
 	closeConnectFailed                    // the connection never came up
+	closeSetupTimeout                     // client: socket.connection.setup.timeout.ms
 )
 
 func (r closeReason) String() string {
 	return [...]string{"idle expiry by client", "producer closing", "write failed", "request timeout",
-		"bad response", "peer closed (EOF)", "peer reset", "connect failed"}[r]
+		"bad response", "peer closed (EOF)", "peer reset", "connect failed", "connection setup timeout"}[r]
 }
 
 // conn is one connection to a node. Only the network goroutine touches its
@@ -60,6 +62,13 @@ type conn struct {
 	reads      chan struct{} // on-demand: one token per response to read
 	closed     chan struct{}
 	isClosed   bool
+
+	// While connecting: when the attempt started, the network goroutine's
+	// wake-up count then, its setup timeout, and what aborts its dial.
+	started      time.Time
+	startWake    uint64
+	setupTimeout time.Duration
+	cancelDial   context.CancelFunc
 }
 
 // nodeState is ClusterConnectionStates' per-node backoff.
@@ -69,6 +78,9 @@ type nodeState struct {
 	failures    int
 	connected   bool // had a connection before: the next one is a reconnect
 	addrIndex   int  // which of the host's addresses to try next
+	// setupFailures counts the attempts in a row that ended while still
+	// connecting; the next attempt's setup timeout grows with it.
+	setupFailures int
 }
 
 // disconnectedError is what in-flight requests of a closed connection get;
@@ -92,6 +104,7 @@ func (s *sender) checkConnections(now time.Time, soon func(time.Time)) {
 	idle := s.cfg().ConnectionsMaxIdle
 	for _, c := range s.sortedConns() {
 		if c.state == stateConnecting {
+			s.checkSetupTimeout(c, now)
 			continue
 		}
 		if len(c.inflight) > 0 {
@@ -116,6 +129,79 @@ func (s *sender) checkConnections(now time.Time, soon func(time.Time)) {
 		}
 		soon(deadline)
 	}
+}
+
+// checkSetupTimeout closes an attempt that is still connecting after its
+// socket.connection.setup.timeout.ms, as NetworkClient.handleTimedOutConnections
+// does after each poll: "now - lastConnectAttemptMs > timeout", looked at
+// only once the network goroutine has waited for events since the attempt
+// began (Java's poll between initiateConnect and the check). A timeout of 0
+// or less, which a negative setting gives (setupTimeout), drops every
+// attempt not connected by then.
+func (s *sender) checkSetupTimeout(c *conn, now time.Time) {
+	if s.wakeups > c.startWake && now.Sub(c.started) > c.setupTimeout {
+		s.p.log.Info(fmt.Sprintf("Disconnecting from node %d due to socket connection setup timeout. The timeout value is %d ms.",
+			c.node.ID, c.setupTimeout.Milliseconds()))
+		s.p.stats.connectFailures.Add(1)
+		s.nodes[c.node.ID].addrIndex++
+		s.closeConn(c, closeSetupTimeout, nil, now)
+	}
+}
+
+// setupCheckAt is when the network goroutine wakes to check an attempt's
+// setup timeout: just past its deadline, and no sooner than
+// reconnect.backoff.ms after it began, which is what Java's poll waits for a
+// connection underway (DefaultMetadataUpdater.maybeUpdate returns
+// reconnectBackoffMs), so that a timeout of 0 or less still gives the
+// handshake that long unless another event wakes the goroutine first.
+func (s *sender) setupCheckAt(c *conn) time.Time {
+	return maxTime(c.started.Add(c.setupTimeout+time.Millisecond), c.started.Add(s.cfg().ReconnectBackoff))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// setupTimeout is the setup timeout of a node's next attempt after failures
+// attempts in a row ended while connecting: ClusterConnectionStates'
+// ExponentialBackoff(socket.connection.setup.timeout.ms, 2,
+// socket.connection.setup.timeout.max.ms, 0.2).
+func (s *sender) setupTimeout(failures int) time.Duration {
+	cfg := s.cfg()
+	ms := expBackoff(cfg.SocketConnectionSetupTimeout.Milliseconds(), cfg.SocketConnectionSetupTimeoutMax.Milliseconds(),
+		failures, 0.2, rand.Float64())
+	return time.Duration(ms) * time.Millisecond
+}
+
+// expBackoff is Kafka's ExponentialBackoff.backoff (clients,
+// org.apache.kafka.common.utils.ExponentialBackoff), in milliseconds, with
+// base 2 and u a uniform draw in [0, 1) for the jitter:
+//
+//	initial = min(max, initial); if max <= initial: initial, constant
+//	else min(long(random(1-jitter, 1+jitter) * initial * 2^min(attempts, log2(max/max(initial, 1)))), max)
+//
+// Java validates neither bound, so a negative initial stays negative at
+// every attempt (the product of a negative and a power of 2), and a
+// setup timeout of 0 or less follows from socket.connection.setup.timeout.ms
+// below 0.
+func expBackoff(initial, maxV int64, attempts int, jitter, u float64) int64 {
+	initial = min(maxV, initial)
+	expMax := 0.0
+	if maxV > initial {
+		expMax = math.Log(float64(maxV)/float64(max(initial, 1))) / math.Log(2)
+	}
+	if expMax == 0 {
+		return initial
+	}
+	term := float64(initial) * math.Pow(2, math.Min(float64(attempts), expMax))
+	factor := 1.0
+	if jitter >= math.SmallestNonzeroFloat64 {
+		factor = 1 - jitter + 2*jitter*u
+	}
+	return min(int64(factor*term), maxV) // Java's (long) cast truncates toward 0, as Go's conversion
 }
 
 func (s *sender) sortedConns() []*conn {
@@ -153,21 +239,29 @@ func (s *sender) connect(n Node, now time.Time) {
 		return
 	}
 	s.nextConnID++
+	// The dial has no timeout of its own: the network goroutine enforces
+	// socket.connection.setup.timeout.ms (checkSetupTimeout) and cancels it.
+	ctx, cancel := context.WithCancel(s.p.ctx)
 	c := &conn{
-		id:     s.nextConnID,
-		node:   n,
-		desc:   desc,
-		ip:     ip,
-		reads:  make(chan struct{}, s.cfg().MaxInFlight+1),
-		closed: make(chan struct{}),
+		id:           s.nextConnID,
+		node:         n,
+		desc:         desc,
+		ip:           ip,
+		reads:        make(chan struct{}, s.cfg().MaxInFlight+1),
+		closed:       make(chan struct{}),
+		started:      now,
+		startWake:    s.wakeups,
+		setupTimeout: s.setupTimeout(ns.setupFailures),
+		cancelDial:   cancel,
 	}
 	s.conns[n.ID] = c
 	s.p.log.Debug(fmt.Sprintf("Initiating connection to node %s using address %s", n, desc))
 	s.p.wg.Add(1)
 	go func() {
 		defer s.p.wg.Done()
-		d := net.Dialer{Timeout: s.cfg().SocketConnectionSetupTimeout}
-		nc, err := d.DialContext(s.p.ctx, "tcp", net.JoinHostPort(ip, fmt.Sprint(n.Port)))
+		defer cancel()
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, fmt.Sprint(n.Port)))
 		select {
 		case s.p.events <- event{c: c, kind: evDialed, nc: nc, err: err}:
 		case <-c.closed:
@@ -189,7 +283,13 @@ func (s *sender) resolve(host string, i int) (ip, desc string, err error) {
 	if a := net.ParseIP(host); a != nil {
 		return a.String(), "/" + a.String(), nil
 	}
-	ctx, cancel := context.WithTimeout(s.p.ctx, s.cfg().SocketConnectionSetupTimeout)
+	// Java resolves on the Sender thread with no bound of its own; this
+	// bound keeps a dead resolver from holding the network goroutine.
+	bound := s.cfg().SocketConnectionSetupTimeout
+	if bound <= 0 {
+		bound = DefaultConfig().SocketConnectionSetupTimeout
+	}
+	ctx, cancel := context.WithTimeout(s.p.ctx, bound)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 	if err != nil {
@@ -231,6 +331,9 @@ func (s *sender) closeConn(c *conn, why closeReason, err error, now time.Time) {
 	}
 	c.isClosed = true
 	close(c.closed)
+	if c.cancelDial != nil {
+		c.cancelDial()
+	}
 	if s.conns[c.node.ID] == c {
 		delete(s.conns, c.node.ID)
 	}
@@ -263,6 +366,14 @@ func (s *sender) closeConn(c *conn, why closeReason, err error, now time.Time) {
 	if ns := s.nodes[c.node.ID]; ns != nil {
 		ns.lastAttempt = now
 		s.backoff(ns)
+		// ClusterConnectionStates.disconnected: an attempt that ends while
+		// connecting (refused, timed out) lengthens the next one's setup
+		// timeout; any other disconnect resets it.
+		if c.state == stateConnecting {
+			ns.setupFailures++
+		} else {
+			ns.setupFailures = 0
+		}
 	}
 	in := c.inflight
 	c.inflight = nil

@@ -67,7 +67,9 @@ func (s *sender) handle(ev event) {
 		c.lastActive = now
 		s.p.stats.opened.Add(1)
 		s.p.stats.open.Add(1)
-		if ns := s.nodes[c.node.ID]; ns.connected {
+		ns := s.nodes[c.node.ID]
+		ns.setupFailures = 0 // ClusterConnectionStates.checkingApiVersions resets the setup timeout
+		if ns.connected {
 			s.p.stats.reconnects.Add(1)
 		} else {
 			ns.connected = true

@@ -39,6 +39,10 @@ type sender struct {
 	mdLast       time.Time // last successful refresh
 	mdAttempt    time.Time // last attempt
 	stopping     bool
+	// wakeups counts the network goroutine's waits that ended (an event, a
+	// Send, a timer): a connection attempt's setup timeout is checked only
+	// after one (checkSetupTimeout).
+	wakeups uint64
 }
 
 func newSender(p *Producer) (*sender, error) {
@@ -93,6 +97,7 @@ func (s *sender) run() {
 			s.shutdown()
 			return
 		}
+		s.wakeups++
 	}
 }
 
@@ -112,10 +117,13 @@ func (s *sender) step(now time.Time) time.Time {
 	s.checkConnections(now, soon)
 	s.maybeUpdateMetadata(now, soon)
 	s.sendProduce(now, flushing, soon)
-	// Requests sent just now have deadlines too.
+	// Requests sent and connections started just now have deadlines too.
 	for _, c := range s.conns {
 		if len(c.inflight) > 0 {
 			soon(c.inflight[0].sent.Add(s.cfg().RequestTimeout))
+		}
+		if c.state == stateConnecting {
+			soon(s.setupCheckAt(c))
 		}
 	}
 	return next

@@ -102,6 +102,21 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// TestConfigTakesWhatJavaTakes: values the Java client accepts (no
+// validator on the key) and kdiag lint accepts are not refused here either.
+func TestConfigTakesWhatJavaTakes(t *testing.T) {
+	ios, _, _, _ := cmdutil.Test()
+	o := &ProduceOptions{IO: ios, Bootstrap: "127.0.0.1:9092", Topic: "t", LogLevel: "info",
+		Set: []string{"socket.connection.setup.timeout.ms=-1", "socket.connection.setup.timeout.max.ms=-1"}}
+	cfg, err := o.config()
+	if err != nil {
+		t.Fatalf("--set socket.connection.setup.timeout.ms=-1: %v", err)
+	}
+	if cfg.SocketConnectionSetupTimeout != -time.Millisecond || cfg.SocketConnectionSetupTimeoutMax != -time.Millisecond {
+		t.Errorf("setup timeout %v, max %v: want -1ms each", cfg.SocketConnectionSetupTimeout, cfg.SocketConnectionSetupTimeoutMax)
+	}
+}
+
 // TestEndToEnd runs `kdiag produce --messages 3 --stats-json` against kfake
 // and reads the three messages back.
 func TestEndToEnd(t *testing.T) {

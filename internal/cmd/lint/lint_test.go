@@ -27,7 +27,7 @@ func run(t *testing.T, stdin string, set func(*LintOptions), args ...string) (co
 	in.WriteString(stdin)
 	def := rules.DefaultOptions()
 	opts := &LintOptions{
-		IO: ios, ReadFile: os.ReadFile, ToolVersion: "v0.0.0-test",
+		IO: ios, ReadFile: readRegular, ToolVersion: "v0.0.0-test",
 		Args: args, StdinName: "<stdin>", KafkaVersion: def.KafkaVersion,
 		BrokerIdleMS: def.BrokerIdleMS, FailOn: "warning", Format: "text",
 	}
@@ -168,7 +168,8 @@ func paths(t *testing.T, out string) []string {
 }
 
 func TestDirectoryWalk(t *testing.T) {
-	got := walk(td("tree"), func(p string, err error) { t.Errorf("walk reported %s: %v", p, err) })
+	got := walk(td("tree"), func(p string, err error) { t.Errorf("walk reported %s: %v", p, err) },
+		func(p, msg string) { t.Errorf("walk noted %s: %s", p, msg) })
 	for i := range got {
 		got[i] = filepath.ToSlash(got[i])
 	}

@@ -316,3 +316,23 @@ connection.max.idle.ms=1
 		LintFile(f, opts)
 	}
 }
+
+// BenchmarkLintUnknownKeys lints 10,000 keys no client has, each one a KD404
+// finding and a did-you-mean search over the catalog (go test -bench
+// LintUnknownKeys ./rules).
+func BenchmarkLintUnknownKeys(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("bootstrap.servers=b1:9092,b2:9092\n")
+	for i := 0; i < 10000; i++ {
+		fmt.Fprintf(&src, "app.custom.setting.%d=value-%d\n", i, i)
+	}
+	f, err := config.Parse("producer.properties", []byte(src.String()), config.Java)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := DefaultOptions()
+	b.ReportAllocs()
+	for b.Loop() {
+		LintFile(f, opts)
+	}
+}

@@ -311,7 +311,7 @@ func (pr *propReader) unescape(s []rune, pos []Pos) string {
 	flushHigh := func() {
 		if high != 0 {
 			pr.f.Problems = append(pr.f.Problems, Problem{Pos: highPos,
-				Msg: fmt.Sprintf("\\u%04X is half of a UTF-16 surrogate pair without its other half (read as U+FFFD)", high)})
+				Msg: "a \\u escape here is half of a UTF-16 surrogate pair without its other half (read as U+FFFD)"})
 			b.WriteRune(utf8.RuneError)
 			high = 0
 		}
@@ -332,7 +332,7 @@ func (pr *propReader) unescape(s []rune, pos []Pos) string {
 			if !ok {
 				flushHigh()
 				pr.f.Problems = append(pr.f.Problems, Problem{Pos: pos[i-1],
-					Msg: fmt.Sprintf("malformed \\uxxxx escape %q (Java's Properties.load rejects the whole file): write four hex digits, or \\\\u for a literal backslash-u", string(s[i-1:min(i+5, len(s))]))})
+					Msg: "malformed \\uxxxx escape (Java's Properties.load rejects the whole file): write four hex digits after \\u, or \\\\u for a literal backslash-u"})
 				b.WriteString(`\u`)
 				continue
 			}

@@ -97,7 +97,7 @@ func TestParseProperties(t *testing.T) {
 			name:         "lone surrogate",
 			in:           "e=\\uD83Dx\n",
 			want:         []Entry{ent("e", "\uFFFDx", 1, 1, 1, 3)},
-			wantProblems: []string{"1:3: \\uD83D is half of a UTF-16 surrogate pair"},
+			wantProblems: []string{"1:3: a \\u escape here is half of a UTF-16 surrogate pair"},
 		},
 		{
 			name:         "malformed unicode escape is kept and reported",

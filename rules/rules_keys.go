@@ -71,7 +71,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 		if dataSizeRE().MatchString(val) {
 			return nil
 		}
-		return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, e.Value)}
+		return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, shown(e))}
 	}
 	var num float64
 	isNum := false
@@ -79,21 +79,21 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 	case "INT", "SHORT", "LONG":
 		n, err := parseJavaInt(val, intBits(s.Type))
 		if err == errRange {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, e.Value, intBits(s.Type))}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, shown(e), intBits(s.Type))}
 		}
 		if err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
 		}
 		num, isNum = float64(n), true
 	case "DOUBLE":
 		f, err := parseJavaDouble(val)
 		if err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a decimal number", key, e.Value)}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a decimal number", key, shown(e))}
 		}
 		num, isNum = f, true
 	case "BOOLEAN":
 		if _, err := parseJavaBool(val); err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
 		}
 	}
 	if isNum && (s.HasMin || s.HasMax) {
@@ -105,7 +105,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 			if len(s.Extra) > 0 {
 				allowed += " (or " + strings.Join(s.Extra, ", ") + ")"
 			}
-			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, val, allowed)}
+			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, shownVal(e, val), allowed)}
 		}
 	}
 	if e.Key == "acks" {
@@ -123,7 +123,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 			if !s.EnumFold && containsFold(s.Enum, val) {
 				hint = " (values are case-sensitive)"
 			}
-			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s%s", key, e.Value, strings.Join(s.Enum, ", "), hint)}
+			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s%s", key, shown(e), strings.Join(s.Enum, ", "), hint)}
 		}
 	}
 	if s.NonEmpty && val == "" {
@@ -145,29 +145,37 @@ func checkLibValue(e config.Entry, s LibSetting) *ValueError {
 		if s.Type == "integer" {
 			n, err := parseJavaInt(val, 32)
 			if err != nil {
-				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
+				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
 			}
 			f = float64(n)
 		} else {
 			x, err := strconv.ParseFloat(val, 64)
 			if err != nil {
-				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a number", key, e.Value)}
+				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a number", key, shown(e))}
 			}
 			f = x
 		}
 		if (s.HasMin && f < s.Min) || (s.HasMax && f > s.Max) {
-			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, val, rangeText(s.HasMin, s.HasMax, s.Min, s.Max))}
+			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, shownVal(e, val), rangeText(s.HasMin, s.HasMax, s.Min, s.Max))}
 		}
 	case "boolean":
 		if _, err := parseLibBool(val); err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
 		}
 	case "enum value":
 		if !containsFold(s.Enum, val) {
-			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s", key, e.Value, strings.Join(s.Enum, ", "))}
+			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s", key, shown(e), strings.Join(s.Enum, ", "))}
 		}
 	}
 	return nil
+}
+
+// shownVal is val (the trimmed value of e) as a message may print it.
+func shownVal(e config.Entry, val string) string {
+	if shown(e) != e.Value {
+		return Redacted
+	}
+	return val
 }
 
 // valueRule builds KD401-KD403, which share one pass over the entries.
@@ -315,8 +323,8 @@ func checkSpringUnknown(p *Pass, e config.Entry) {
 		prefix = "spring.kafka."
 	}
 	rest := strings.TrimPrefix(e.Key, prefix)
-	if rest == e.Key {
-		return // not under spring.kafka: not the producer's business
+	if rest == e.Key || strings.HasPrefix(e.Key, "spring.kafka.jaas.") {
+		return // not under spring.kafka, or the JAAS module's options: not the producer's business
 	}
 	// A producer config written as a typed setting (linger-ms): Spring
 	// has no such typed setting, and the properties map is the way.

@@ -12,6 +12,7 @@ package clients
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -344,5 +345,16 @@ func (l *Library) IdleDefaultString() string {
 	case l.IdleDefault == 0:
 		return "0 (disabled)"
 	}
-	return fmt.Sprintf("%s (%d ms)", l.IdleDefault, l.IdleDefault.Milliseconds())
+	return fmt.Sprintf("%s, %d ms", shortDuration(l.IdleDefault), l.IdleDefault.Milliseconds())
+}
+
+// shortDuration writes 30s, 9m, 1h30m: what people write, not 9m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	for _, z := range []string{"m0s", "h0m"} {
+		if strings.HasSuffix(s, z) {
+			s = strings.TrimSuffix(s, z[1:])
+		}
+	}
+	return s
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kdiag/kdiag/netstat"
 )
 
 // Client is the Kafka client library a process runs, as far as the process
@@ -467,3 +469,42 @@ func isPython(exe string) bool {
 }
 
 func isNode(exe string) bool { return exe == "node" || exe == "nodejs" }
+
+// FromProcess identifies the client from what a scan recorded of a process
+// (netstat.Process.Kafka: the kafka-clients jar on the class path or open,
+// librdkafka mapped), for a process that is no longer there to read: a
+// recording replayed by kdiag report. It finds less than Identify: no Go
+// module, no versions of librdkafka.
+func FromProcess(p netstat.Process) Client {
+	k := p.Kafka
+	open, rest, ok := strings.Cut(k, " (")
+	jar := strings.TrimSuffix(rest, ")")
+	switch {
+	case !ok:
+	case open == "kafka-clients on class path" || open == "kafka-clients jar open":
+		if v, isJar := kafkaClientsJarVersion(jar); isJar {
+			return Client{Library: KafkaClients, Version: v, Language: "Java", Evidence: []string{k + ", as scanned"}}
+		}
+	case open == "maps librdkafka":
+		return Client{Library: Librdkafka, Language: "C", Evidence: []string{k + ", as scanned"}}
+	}
+	return Client{}
+}
+
+// Identifier returns an analyzer.Options.Identify for the processes under
+// procRoot: Identify on the live process, and when it is gone or cannot
+// be read, FromProcess on what the scan recorded.
+func Identifier(procRoot string) func(netstat.Process) Client {
+	return func(p netstat.Process) Client {
+		c, err := Identify(procRoot, p.PID)
+		if err != nil {
+			return FromProcess(p)
+		}
+		if !c.Identified() {
+			if r := FromProcess(p); r.Identified() {
+				return r
+			}
+		}
+		return c
+	}
+}

@@ -176,5 +176,3 @@ func TestCloseWaitShapeStep(t *testing.T) {
 		t.Errorf("steady growth: shape %s, want growing", got)
 	}
 }
-
-

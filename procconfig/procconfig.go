@@ -292,4 +292,3 @@ func splitNUL(b []byte) []string {
 	}
 	return strings.Split(s, "\x00")
 }
-

@@ -337,8 +337,7 @@ func heldClosedFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
 		c.Rules = lib.Rules
 		c.Evidence = []string{"Keepalive: " + lib.Keepalive.Says + " (" + lib.Keepalive.Source.String() + ")."}
 	}
-	c.Text = c.Title + " " + c.Fix
-	f.Causes = []Cause{c}
+	f.Causes = []Cause{withText(c)}
 	return f, true
 }
 
@@ -380,8 +379,7 @@ func blockedThreadCause(p *ProcessSeries, ev Evidence) (Cause, bool) {
 		c.Evidence = append(c.Evidence, fmt.Sprintf("Thread %d %q: in %s, wchan %s, in all %d samples; a polling thread waits in epoll_wait.",
 			t.TID, t.Name, syscallWords(t), orDash(t.Wchan), t.Seen))
 	}
-	c.Text = c.Title + ": " + c.Fix
-	return c, true
+	return withText(c), true
 }
 
 func syscallWords(t clients.NetworkThread) string {
@@ -622,10 +620,11 @@ func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence) []Cause {
 	return out
 }
 
-// confirmed reports whether the configuration found backs a cause.
+// confirmed reports whether what doctor read backs a cause: a lint
+// finding of the configuration found, or a blocked thread seen.
 func confirmed(c Cause) bool {
 	for _, e := range c.Evidence {
-		if strings.HasPrefix(e, "Config: ") {
+		if strings.HasPrefix(e, "Config: ") || strings.HasPrefix(e, "Thread ") {
 			return true
 		}
 	}
@@ -633,8 +632,16 @@ func confirmed(c Cause) bool {
 }
 
 func withText(c Cause) Cause {
-	c.Text = c.Title + " " + c.Fix
+	c.Text = sentence(c.Title) + " " + c.Fix
 	return c
+}
+
+// sentence ends s with a full stop.
+func sentence(s string) string {
+	if s == "" || strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
 }
 
 // idleCause: the broker closes first because the client's idle timeout is

@@ -124,9 +124,10 @@ func TestDiagnoseDoctorEvidence(t *testing.T) {
 	if !ok {
 		t.Fatalf("no close-wait-held finding: %+v", fs)
 	}
-	// The idle cause the config confirms comes first, then the blocked thread.
-	if ids := causeIDs(held); len(ids) < 2 || ids[0] != "idle-timeout-not-below-broker" || ids[1] != KindThreadBlocked {
-		t.Errorf("causes %v, want the confirmed idle cause, then the blocked thread", ids)
+	// The blocked thread seen comes first (a Java client reads idle
+	// connections), then the idle cause the config confirms.
+	if ids := causeIDs(held); len(ids) < 2 || ids[0] != KindThreadBlocked || ids[1] != "idle-timeout-not-below-broker" {
+		t.Errorf("causes %v, want the blocked thread, then the confirmed idle cause", ids)
 	}
 	if text := allText(held); !strings.Contains(text, "Config: app.properties:3") || !strings.Contains(text, "Thread 8") || strings.Contains(text, "Thread 7 ") {
 		t.Errorf("evidence lacks the config line or the blocked thread 8 (and only it):\n%s", text)

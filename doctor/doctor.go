@@ -82,7 +82,9 @@ func (o *Options) defaults() {
 		o.Config = func(pid int, c clients.Client) []procconfig.Source { return procconfig.Find(o.ProcRoot, pid, c) }
 	}
 	if o.ReadProc == nil {
-		o.ReadProc = func(pid int) (netstat.Process, error) { return netstat.ReadProcess(context.Background(), o.ProcRoot, pid) }
+		o.ReadProc = func(pid int) (netstat.Process, error) {
+			return netstat.ReadProcess(context.Background(), o.ProcRoot, pid)
+		}
 	}
 	if o.Sleep == nil {
 		o.Sleep = func(ctx context.Context, d time.Duration) error {

@@ -62,4 +62,3 @@ func socketInode(t string) (uint64, bool) {
 	v, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64)
 	return v, err == nil
 }
-

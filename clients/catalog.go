@@ -9,6 +9,8 @@
 // diagnosis's wording and kdiag doctor's fixes are all made.
 package clients
 
+//go:generate go run ./gendocs -out ../docs/clients.md
+
 import (
 	"fmt"
 	"slices"

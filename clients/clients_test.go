@@ -320,3 +320,19 @@ func TestClassify(t *testing.T) {
 		t.Errorf("no library: %+v, want no instances and no network thread", g)
 	}
 }
+
+// TestDocsUpToDate fails when docs/clients.md is not what the catalog
+// writes.
+func TestDocsUpToDate(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Markdown(&buf, All()); err != nil {
+		t.Fatal(err)
+	}
+	committed, err := os.ReadFile(filepath.Join("..", DocsPath))
+	if err != nil {
+		t.Fatalf("%v: run go generate ./clients/", err)
+	}
+	if d := cmp.Diff(string(committed), buf.String()); d != "" {
+		t.Errorf("%s is stale: run go generate ./clients/ and commit it (-committed +generated):\n%s", DocsPath, d)
+	}
+}

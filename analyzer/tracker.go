@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -61,6 +62,9 @@ type procState struct {
 	// of one process toward one broker come in runs.
 	lastKey    remoteKey
 	lastRemote *remoteState
+	// client is what Options.Identify said, asked once the process's
+	// metadata is known.
+	client *clients.Client
 }
 
 type remoteKey struct {
@@ -445,6 +449,7 @@ func (t *Tracker) analysis(full bool) *Analysis {
 			Closed: ps.closed, LocalPorts: popcount(ps.ports),
 		}
 		p.Process.PID = key.PID
+		p.Client = t.client(ps)
 		if full {
 			p.Points = t.points(ps.counts, ps.first)
 		}
@@ -497,6 +502,24 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		a.Findings = diagnose(a, t.opts)
 	}
 	return a
+}
+
+// client identifies ps's process once its metadata is known, and keeps it.
+func (t *Tracker) client(ps *procState) clients.Client {
+	if ps.client != nil {
+		return *ps.client
+	}
+	if ps.key.PID == 0 || ps.proc.Name == "" && ps.proc.Cmdline == "" {
+		return clients.Client{}
+	}
+	var c clients.Client
+	if t.opts.Identify != nil {
+		c = t.opts.Identify(ps.proc)
+	} else {
+		c = clients.FromProcess(ps.proc)
+	}
+	ps.client = &c
+	return c
 }
 
 func boolCmp(a, b bool) int {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	brokercmd "github.com/kdiag/kdiag/internal/cmd/broker"
+	doctorcmd "github.com/kdiag/kdiag/internal/cmd/doctor"
 	lintcmd "github.com/kdiag/kdiag/internal/cmd/lint"
 	producecmd "github.com/kdiag/kdiag/internal/cmd/produce"
 	reportcmd "github.com/kdiag/kdiag/internal/cmd/report"
@@ -24,7 +25,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		Short: "Diagnose CLOSE_WAIT buildup between Kafka producers and brokers",
 		Long: `kdiag finds, explains and reproduces CLOSE_WAIT buildup on Kafka producer hosts.
 
-  See:       kdiag scan, kdiag watch, kdiag report
+  See:       kdiag doctor, kdiag scan, kdiag watch, kdiag report
   Check:     kdiag lint, kdiag rules
   Reproduce: kdiag repro, kdiag broker, kdiag produce`,
 		SilenceUsage:  true,
@@ -47,6 +48,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	cmd.AddCommand(watch.NewCmdWatch(f, nil))
 	cmd.AddCommand(reportcmd.NewCmdReport(f, nil))
 	cmd.AddCommand(reprocmd.NewCmdRepro(f, nil))
+	cmd.AddCommand(doctorcmd.NewCmdDoctor(f, nil))
 	// Subcommands register here, one line each.
 	usageArgs(cmd)
 	return cmd

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kdiag/kdiag/analyzer"
+	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/metrics"
@@ -68,6 +69,9 @@ type WatchOptions struct {
 	Listening func(addr string)
 	// Scanned, when set, is called after each successful scan (tests).
 	Scanned func(n int, s *netstat.Snapshot)
+	// Identify names each process's Kafka client for the diagnosis
+	// (clients.Identifier of the proc root); nil: from the scan's record.
+	Identify func(netstat.Process) clients.Client
 }
 
 // NewCmdWatch returns `kdiag watch`. runF, when non-nil, replaces runWatch.
@@ -114,6 +118,9 @@ e.g. --state close-wait,established, to use them.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.complete(); err != nil {
 				return err
+			}
+			if opts.Identify == nil {
+				opts.Identify = clients.Identifier(f.ProcRoot)
 			}
 			if opts.Scan == nil {
 				sc, closeEvents, err := opts.scanner(f.ProcRoot)
@@ -284,7 +291,9 @@ func runWatch(o *WatchOptions) error {
 			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: --textfile: cleaning up: %v\n", err)
 		}
 	}
-	tracker := analyzer.NewTracker(analyzerOptions(o.Query, o.Window, o.StuckAge))
+	aopts := analyzerOptions(o.Query, o.Window, o.StuckAge)
+	aopts.Identify = o.Identify
+	tracker := analyzer.NewTracker(aopts)
 	col := metrics.New()
 	var rec *record.Writer
 	if o.Record != "" {

@@ -177,3 +177,62 @@ func TestHeldClosedOnlyTCP(t *testing.T) {
 		t.Errorf("held CLOSE fds %v, want only the unconnected TCP socket's fd %d", fdsGot, raw)
 	}
 }
+
+// TestCloseWaitAgeWithKeepalive: keepalive probes' ACKs (every second here)
+// reset tcp_info's last-ACK time, so after a few seconds the age of a
+// CLOSE_WAIT socket is a bound, not a value, and the bound holds the true
+// age: never a too-young age given as exact. Without probes answered yet
+// (Go's default 15 s keepalive) the age is exact and right.
+func TestCloseWaitAgeWithKeepalive(t *testing.T) {
+	if _, err := DumpNetlink(States(Listen)); err != nil {
+		t.Skipf("netlink unavailable: %v", err)
+	}
+	before := time.Now()
+	probed := sockettest.CloseWait(t, "tcp4", 2, sockettest.KeepAlive(time.Second))
+	quiet := sockettest.CloseWait(t, "tcp4", 2)
+	after := time.Now() // every FIN came between before and after
+	ports := []uint16{probed[0].Remote.Port(), quiet[0].Remote.Port()}
+	s := NewScanner("/proc")
+	s.NoCache = true
+	q := Query{States: States(CloseWait), PIDs: []int{os.Getpid()}, RemotePorts: ports}
+	// Wait, bounded, for the probes' ACKs to make the first pair's ages
+	// bounds: at least one probe a second, so a few seconds.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		snap, err := s.Scan(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := snap.Time
+		minAge, maxAge := at.Sub(after), at.Sub(before) // the true age lies between
+		const tick = 20 * time.Millisecond              // tcp_info's ms and jiffies rounding
+		bounded := 0
+		for _, x := range snap.Sockets {
+			if !x.HasAge {
+				t.Fatalf("%v: no age", x)
+			}
+			if x.AgeExact() && (x.Age < minAge-tick || x.Age > maxAge+tick) {
+				t.Fatalf("%s: exact age %v, but the FIN came %v to %v ago", x.Local, x.Age, minAge, maxAge)
+			}
+			if !x.AgeExact() && (x.Age > maxAge+tick || x.AgeMax() < minAge-tick) {
+				t.Fatalf("%s: age between %v and %v, but the FIN came %v to %v ago", x.Local, x.Age, x.AgeMax(), minAge, maxAge)
+			}
+			if x.Remote.Port() == quiet[0].Remote.Port() && !x.AgeExact() {
+				t.Errorf("%s: no probe answered yet (15 s keepalive), yet the age is bounded (%v to %v)", x.Local, x.Age, x.AgeMax())
+			}
+			if x.Remote.Port() == probed[0].Remote.Port() && !x.AgeExact() {
+				bounded++
+			}
+		}
+		if len(snap.Sockets) != 4 {
+			t.Fatalf("%d CLOSE_WAIT sockets, want 4", len(snap.Sockets))
+		}
+		if bounded == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s of probes every second, %d of 2 ages are bounds", bounded)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

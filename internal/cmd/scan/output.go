@@ -102,11 +102,14 @@ func endpoint(ap netip.AddrPort) string {
 // one pass: the table of 20,000 sockets used to copy them into per-process
 // lists and format every remote endpoint, 4 MB more than the scan itself.
 type procTally struct {
-	n       int
-	states  map[netstat.State]int
-	old     time.Duration // the oldest CLOSE_WAIT age, if hasOld
-	hasOld  bool
-	remotes map[netip.AddrPort]int
+	n      int
+	states map[netstat.State]int
+	// old and oldMax bound the oldest CLOSE_WAIT age, if hasOld: the
+	// largest of the sockets' lower bounds and of their upper bounds (the
+	// two are equal when every age is exact).
+	old, oldMax time.Duration
+	hasOld      bool
+	remotes     map[netip.AddrPort]int
 }
 
 // tallies are the procTallies of a snapshot by holder pid (0: none).
@@ -133,8 +136,11 @@ func tally(socks []netstat.Socket) tallies {
 		}
 		t.n++
 		t.states[s.State]++
-		if s.State == netstat.CloseWait && s.HasAge && (!t.hasOld || s.Age > t.old) {
-			t.old, t.hasOld = s.Age, true
+		if s.State == netstat.CloseWait && s.HasAge {
+			if !t.hasOld {
+				t.old, t.oldMax, t.hasOld = s.Age, s.AgeMax(), true
+			}
+			t.old, t.oldMax = max(t.old, s.Age), max(t.oldMax, s.AgeMax())
 		}
 		// Listeners have no remote.
 		if s.State != netstat.Listen && s.Remote.Port() != 0 {
@@ -150,7 +156,16 @@ func (t *procTally) oldest() string {
 	if !t.hasOld {
 		return "-"
 	}
-	return human.Age(t.old)
+	return ageRange(t.old, t.oldMax)
+}
+
+// ageRange writes an age known between lo and hi: "12s" when they are the
+// same (exact), else "4s-40s".
+func ageRange(lo, hi time.Duration) string {
+	if a, b := human.Age(lo), human.Age(hi); a != b {
+		return a + "-" + b
+	}
+	return human.Age(lo)
 }
 
 // topRemotes names the most frequent remote endpoints, "127.0.0.1:9092
@@ -195,7 +210,7 @@ func writeWide(w io.Writer, snap *netstat.Snapshot, v view) error {
 		}
 		age := "-"
 		if s.HasAge {
-			age = human.Age(s.Age)
+			age = ageRange(s.Age, s.AgeMax())
 		}
 		r[0], r[1], r[2] = s.State.String(), endpoint(s.Local), endpoint(s.Remote)
 		r[3], r[4] = strconv.FormatUint(uint64(s.RecvQ), 10), strconv.FormatUint(uint64(s.SendQ), 10)
@@ -435,9 +450,15 @@ func appendSocketJSON(b []byte, s *netstat.Socket) ([]byte, error) {
 	b = append(b, `,"fd":`...)
 	b = strconv.AppendInt(b, int64(s.FD), 10)
 	b = append(b, `,"age_ms":`...)
-	if s.HasAge {
+	switch {
+	case s.AgeExact():
 		b = strconv.AppendInt(b, s.Age.Milliseconds(), 10)
-	} else {
+	case s.HasAge:
+		b = append(b, `null,"age_min_ms":`...)
+		b = strconv.AppendInt(b, s.Age.Milliseconds(), 10)
+		b = append(b, `,"age_max_ms":`...)
+		b = strconv.AppendInt(b, s.AgeMax().Milliseconds(), 10)
+	default:
 		b = append(b, "null"...)
 	}
 	return append(b, '}'), nil

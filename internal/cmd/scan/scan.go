@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/kdiag/kdiag/internal/cmdutil"
-	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/spf13/cobra"
 )
@@ -269,8 +268,8 @@ func checkLine(snap *netstat.Snapshot, warn, crit int, now time.Time) (int, stri
 			msg += fmt.Sprintf(" and %d held CLOSE", h)
 		}
 		msg += fmt.Sprintf(" in pid %d (%s)", worst.PID, worst.Name)
-		if age, ok := oldestCloseWait(snap.Sockets, worst.PID); ok {
-			msg += ", oldest " + human.Age(age)
+		if lo, hi, ok := oldestCloseWait(snap.Sockets, worst.PID); ok {
+			msg += ", oldest " + ageRange(lo, hi)
 		}
 	}
 	if unattributed > 0 {
@@ -299,16 +298,14 @@ func thr(n int) string {
 	return strconv.Itoa(n)
 }
 
-// oldestCloseWait returns the largest age among pid's CLOSE_WAIT sockets.
-func oldestCloseWait(socks []netstat.Socket, pid int) (time.Duration, bool) {
-	var max time.Duration
-	ok := false
-	for _, s := range socks {
+// oldestCloseWait bounds the age of pid's oldest CLOSE_WAIT socket: the
+// largest lower and upper bounds of the sockets' ages.
+func oldestCloseWait(socks []netstat.Socket, pid int) (lo, hi time.Duration, ok bool) {
+	for i := range socks {
+		s := &socks[i]
 		if s.PID == pid && s.State == netstat.CloseWait && s.HasAge {
-			if !ok || s.Age > max {
-				max, ok = s.Age, true
-			}
+			lo, hi, ok = max(lo, s.Age), max(hi, s.AgeMax()), true
 		}
 	}
-	return max, ok
+	return lo, hi, ok
 }

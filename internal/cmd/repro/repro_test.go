@@ -225,7 +225,13 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	if child == 0 {
 		t.Fatalf("no `kdiag produce` child appeared; stderr:\n%s", stderr.String())
 	}
-	time.Sleep(500 * time.Millisecond) // let it connect, so there are sockets to clean up
+	// Let it connect, so that there are sockets to clean up.
+	for socketFDs(child) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if socketFDs(child) == 0 {
+		t.Fatalf("the producer (pid %d) holds no socket after 30s; stderr:\n%s", child, stderr.String())
+	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -280,4 +286,16 @@ func findChild(pid int, word string) int {
 		}
 	}
 	return 0
+}
+
+// socketFDs counts the sockets process pid holds.
+func socketFDs(pid int) int {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
 }

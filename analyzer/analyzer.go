@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -49,6 +50,10 @@ type Options struct {
 	// --brokers); such remotes are marked, always tracked, and named first
 	// in diagnoses. nil: none is.
 	IsBroker func(netip.AddrPort) bool
+	// Identify names the Kafka client library of a process, once per
+	// process (kdiag watch reads the live process: clients.Identify); nil
+	// means clients.FromProcess, from what the scan recorded of it.
+	Identify func(netstat.Process) clients.Client
 }
 
 // The defaults of Options.MinSamples and Options.MinDuration: what a window
@@ -206,9 +211,11 @@ func (r RemoteSeries) Name() string {
 type ProcessSeries struct {
 	Key ProcessKey `json:"key"`
 	// Process is the latest metadata seen (name, cmdline, user, Kafka).
-	Process   netstat.Process `json:"process"`
-	FirstSeen time.Time       `json:"first_seen"`
-	LastSeen  time.Time       `json:"last_seen"`
+	Process netstat.Process `json:"process"`
+	// Client is the Kafka client library it runs (Options.Identify).
+	Client    clients.Client `json:"client"`
+	FirstSeen time.Time      `json:"first_seen"`
+	LastSeen  time.Time      `json:"last_seen"`
 	// Last is the counts at the last sample.
 	Last Counts `json:"last"`
 	// Points has one entry per sample from FirstSeen to the end of the
@@ -264,6 +271,23 @@ type Analysis struct {
 	Findings  []Finding       `json:"findings"`
 	// Notes are the scans' notes, each once, with how many scans said it.
 	Notes []Note `json:"notes,omitempty"`
+	// Unseen, when set, says that in some samples CLOSE_WAIT sockets could
+	// not be attributed because kdiag could not read their possible
+	// holders: a leak there would not show in Processes or Findings.
+	Unseen *Unseen `json:"unseen,omitempty"`
+}
+
+// Unseen sums the samples whose CLOSE_WAIT kdiag could not attribute
+// (netstat.Snapshot.Unseen).
+type Unseen struct {
+	// Samples is how many samples had such sockets.
+	Samples int `json:"samples"`
+	// MaxCloseWait is the most in one sample, LastCloseWait the last
+	// sample's (0 when it had none).
+	MaxCloseWait  int `json:"max_close_wait"`
+	LastCloseWait int `json:"last_close_wait"`
+	// Reason is the last such sample's reason.
+	Reason string `json:"reason"`
 }
 
 // Note is a scan note and the number of samples that carried it.

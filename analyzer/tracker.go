@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -38,7 +39,10 @@ type Tracker struct {
 	lastDump uint64
 	// noteOrder keeps notes in the order first seen, for stable output.
 	noteOrder []string
-	sources   map[string]bool
+	// unseen sums the samples in which CLOSE_WAIT sockets could not be
+	// attributed (netstat.Snapshot.Unseen).
+	unseen  Unseen
+	sources map[string]bool
 }
 
 type procState struct {
@@ -58,6 +62,9 @@ type procState struct {
 	// of one process toward one broker come in runs.
 	lastKey    remoteKey
 	lastRemote *remoteState
+	// client is what Options.Identify said, asked once the process's
+	// metadata is known.
+	client *clients.Client
 }
 
 type remoteKey struct {
@@ -209,6 +216,14 @@ func (t *Tracker) addSample(s *netstat.Snapshot) {
 			t.noteOrder = append(t.noteOrder, n)
 		}
 		t.notes[n]++
+	}
+	t.unseen.LastCloseWait = 0
+	if u := s.Unseen; u != nil && u.Sockets[netstat.CloseWait.String()] > 0 {
+		n := u.Sockets[netstat.CloseWait.String()]
+		t.unseen.Samples++
+		t.unseen.MaxCloseWait = max(t.unseen.MaxCloseWait, n)
+		t.unseen.LastCloseWait = n
+		t.unseen.Reason = u.Reason
 	}
 }
 
@@ -406,6 +421,10 @@ func (t *Tracker) analysis(full bool) *Analysis {
 			a.Notes = append(a.Notes, Note{Text: n, Count: c})
 		}
 	}
+	if t.unseen.Samples > 0 {
+		u := t.unseen
+		a.Unseen = &u
+	}
 	live := make(map[ProcessKey][]CloseWaitSocket)
 	oldest := make(map[ProcessKey]*CloseWaitSocket)
 	add := func(c *CloseWaitSocket) {
@@ -430,6 +449,7 @@ func (t *Tracker) analysis(full bool) *Analysis {
 			Closed: ps.closed, LocalPorts: popcount(ps.ports),
 		}
 		p.Process.PID = key.PID
+		p.Client = t.client(ps)
 		if full {
 			p.Points = t.points(ps.counts, ps.first)
 		}
@@ -482,6 +502,24 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		a.Findings = diagnose(a, t.opts)
 	}
 	return a
+}
+
+// client identifies ps's process once its metadata is known, and keeps it.
+func (t *Tracker) client(ps *procState) clients.Client {
+	if ps.client != nil {
+		return *ps.client
+	}
+	if ps.key.PID == 0 || ps.proc.Name == "" && ps.proc.Cmdline == "" {
+		return clients.Client{}
+	}
+	var c clients.Client
+	if t.opts.Identify != nil {
+		c = t.opts.Identify(ps.proc)
+	} else {
+		c = clients.FromProcess(ps.proc)
+	}
+	ps.client = &c
+	return c
 }
 
 func boolCmp(a, b bool) int {

@@ -371,6 +371,14 @@ func writeJSON(w io.Writer, snap *netstat.Snapshot, _ view) error {
 		}
 		bw.Write(b)
 	}
+	if snap.Unseen != nil {
+		bw.WriteString(`,"unseen":`)
+		b, err := json.Marshal(snap.Unseen)
+		if err != nil {
+			return err
+		}
+		bw.Write(b)
+	}
 	bw.WriteString("}\n")
 	return bw.Flush()
 }

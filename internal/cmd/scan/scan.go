@@ -236,12 +236,16 @@ func checkLine(snap *netstat.Snapshot, warn, crit int, now time.Time) (int, stri
 	if worst != nil {
 		max = worst.States[netstat.CloseWait.String()]
 	}
-	status, code := "OK", cmdutil.ExitOK
-	switch {
-	case crit >= 0 && max > crit:
-		status, code = "CRITICAL", cmdutil.ExitCritical
-	case warn >= 0 && max > warn:
-		status, code = "WARNING", cmdutil.ExitWarning
+	status, code := checkStatus(max, warn, crit)
+	// What kdiag could not see could change the verdict when the unseen
+	// CLOSE_WAIT, all in the worst process, would cross a threshold it has
+	// not: then the check does not know (UNKNOWN), and says why first.
+	if u := snap.Unseen; u != nil && u.Sockets[netstat.CloseWait.String()] > 0 {
+		n := u.Sockets[netstat.CloseWait.String()]
+		if could, _ := checkStatus(max+n, warn, crit); could != status {
+			perf := fmt.Sprintf("close_wait=%d;%s;%s close_wait_total=%d", max, thr(warn), thr(crit), total+unattributed)
+			return cmdutil.ExitUnknown, fmt.Sprintf("KDIAG UNKNOWN - %d CLOSE_WAIT unattributed, enough to make it %s: %s | %s", n, could, u.Reason, perf)
+		}
 	}
 	var msg string
 	if worst == nil {
@@ -257,6 +261,19 @@ func checkLine(snap *netstat.Snapshot, warn, crit int, now time.Time) (int, stri
 	}
 	perf := fmt.Sprintf("close_wait=%d;%s;%s close_wait_total=%d", max, thr(warn), thr(crit), total+unattributed)
 	return code, fmt.Sprintf("KDIAG %s - %s | %s", status, msg, perf)
+}
+
+// checkStatus is the status of a largest count of max CLOSE_WAIT in one
+// process: CRITICAL above crit, WARNING above warn (a negative threshold is
+// off).
+func checkStatus(max, warn, crit int) (string, int) {
+	switch {
+	case crit >= 0 && max > crit:
+		return "CRITICAL", cmdutil.ExitCritical
+	case warn >= 0 && max > warn:
+		return "WARNING", cmdutil.ExitWarning
+	}
+	return "OK", cmdutil.ExitOK
 }
 
 func thr(n int) string {

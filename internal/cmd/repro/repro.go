@@ -56,7 +56,7 @@ func NewCmdRepro(f *cmdutil.Factory, runF func(*ReproOptions) error) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:   "repro [SCENARIO...]",
 		Short: "Reproduce passive-close CLOSE_WAIT with the reference producer and an idle-closing broker",
-		Long: `Reproduce, in about 20 seconds, how a Kafka producer ends up with sockets in CLOSE_WAIT.
+		Long: `Reproduce, in about 12 seconds, how a Kafka producer ends up with sockets in CLOSE_WAIT.
 
 Each scenario starts an embedded 3-broker Kafka cluster on 127.0.0.1 that closes
 connections idle for --broker-idle (the broker's connections.max.idle.ms), runs

@@ -155,7 +155,10 @@ type Options struct {
 	// broker's idle timeout, or what a real cluster's is. Every scenario
 	// timer is scaled by BrokerIdle/10m.
 	BrokerIdle time.Duration
-	// Duration is how long each scenario runs; 0 means 4 x BrokerIdle.
+	// Duration is how long each scenario runs; 0 means 4 x BrokerIdle. A
+	// BlockCallbacks scenario whose stall is not done by then runs on, for
+	// up to 2 x BrokerIdle, and a client that reads every connection gets
+	// the settle bound (SettleFraction) for its final count.
 	Duration time.Duration
 	// SampleInterval is the time between socket samples (default 200ms).
 	SampleInterval time.Duration
@@ -239,9 +242,10 @@ type Result struct {
 	CloseWaitPeak    int `json:"close_wait_peak"`
 	// CloseWaitFinal is the CLOSE_WAIT count of the last sample. For a
 	// client that reads every connection (and is not stalled) the run
-	// samples on past Duration, for up to Settle, while the last sample
-	// shows CLOSE_WAIT: a socket the broker closed just then is closed by
-	// such a client at once, and only one it keeps counts.
+	// samples on past Duration, within the settle bound (SettleFraction),
+	// while the last sample shows CLOSE_WAIT: a socket the broker closed
+	// just then is closed by such a client at once, and only one it keeps
+	// counts.
 	CloseWaitFinal int `json:"close_wait_final"`
 	// CloseWaitOldestMS is the longest any socket was seen in CLOSE_WAIT.
 	CloseWaitOldestMS int64 `json:"close_wait_oldest_ms"`
@@ -350,8 +354,8 @@ func Run(ctx context.Context, sc Scenario, opts Options, progress func(Sample)) 
 
 // Settle bounds how long a run samples past its Duration for a client that
 // reads every connection while its last sample shows CLOSE_WAIT (see
-// Result.CloseWaitFinal): SettleFraction of the broker idle timeout, at
-// least SettleSamples samples.
+// Result.CloseWaitFinal): the broker idle timeout divided by
+// SettleFraction, and at least SettleSamples sample intervals.
 const (
 	SettleFraction = 2
 	SettleSamples  = 5

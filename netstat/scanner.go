@@ -85,6 +85,12 @@ type Scanner struct {
 	// seen is the dedup buffer of the host's dump, kept with scratch.
 	seen []uint64
 
+	// endpoints remembers, in a repeated scan of a query with CLOSE, the
+	// addresses of the CLOSE_WAIT sockets it saw, by inode: a socket the
+	// kernel later resets keeps its inode, so the held CLOSE fd it becomes
+	// is still known to point at its broker.
+	endpoints map[uint64]endpoint
+
 	attr *Attributor
 	// lastStats sums the attribution stats of the last Scan.
 	lastStats AttributeStats
@@ -152,7 +158,14 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	}
 	states := q.states()
 	info, infoScan := s.ageRequest(states, snap.Time)
-	dumps := s.dumpAll(ctx, sel.groups, source, states, info)
+	// Held CLOSE sockets are the TCP fds no dump lists: telling them needs
+	// every table state dumped (and the full fd walk, heldClosed). Other
+	// queries pay for neither.
+	dumpStates, wantClose := states, states.Has(Close)
+	if wantClose {
+		dumpStates |= tableStates
+	}
+	dumps := s.dumpAll(ctx, sel.groups, source, dumpStates, info)
 	defer func() {
 		for _, d := range dumps {
 			if d.spill != nil {
@@ -160,9 +173,16 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 			}
 		}
 	}()
-	stats, err := s.collect(ctx, snap, dumps, q, infoScan, &n)
+	var tables *tableIndex
+	if wantClose {
+		tables = &tableIndex{}
+	}
+	stats, err := s.collect(ctx, snap, dumps, q, infoScan, tables, &n)
 	if err != nil {
 		return nil, err
+	}
+	if wantClose {
+		s.heldClosed(ctx, snap, sel, q, tables)
 	}
 	s.recordAges(snap, infoScan)
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
@@ -250,7 +270,10 @@ func (s *Scanner) ageRequest(states StateSet, now time.Time) (info StateSet, inf
 // (two namespaces of 10,000 CLOSE_WAIT each held every socket twice, in its
 // namespace's slice and in the joined one). Other dumps are copied in only
 // when there are several. It fails only when the host's dump failed.
-func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q Query, infoScan bool, n *notes) ([]AttributeStats, error) {
+//
+// With tables, it also notes every dumped socket there before the filter:
+// what heldClosed needs to know which fds are in a kernel table.
+func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q Query, infoScan bool, tables *tableIndex, n *notes) ([]AttributeStats, error) {
 	total, full := 0, 0 // sockets dumped (a bound on those kept); dumps with any
 	spilled := false
 	for _, d := range dumps {
@@ -289,6 +312,9 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 		case join:
 			snap.Sockets = append(snap.Sockets, d.socks...)
 			socks = snap.Sockets[start:]
+		}
+		if tables != nil {
+			tables.add(socks, !s.NoCache)
 		}
 		kept := socks[:0]
 		for i := range socks {

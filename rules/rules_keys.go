@@ -381,14 +381,53 @@ func libHint(key string) string {
 type nameSet struct {
 	names []string
 	norm  [][]rune
+	bags  []runeBag
 }
 
 func newNameSet(names []string) *nameSet {
-	ns := &nameSet{names: names, norm: make([][]rune, len(names))}
+	ns := &nameSet{names: names, norm: make([][]rune, len(names)), bags: make([]runeBag, len(names))}
 	for i, n := range names {
 		ns.norm[i] = []rune(normKey(n))
+		ns.bags[i] = bagOf(ns.norm[i])
 	}
 	return ns
+}
+
+// runeBag counts a name's characters by class (letters, digits, '.', the
+// rest): an edit changes at most one count up and one down, so the distance
+// of two names is at least the larger of the surplus and the shortfall of
+// one bag against the other. Comparing bags rejects most candidates before
+// any distance is computed.
+type runeBag [38]int16
+
+func bagOf(rs []rune) runeBag {
+	var b runeBag
+	for _, r := range rs {
+		switch {
+		case r >= 'a' && r <= 'z':
+			b[r-'a']++
+		case r >= '0' && r <= '9':
+			b[26+r-'0']++
+		case r == '.':
+			b[36]++
+		default:
+			b[37]++
+		}
+	}
+	return b
+}
+
+// bagBound is a lower bound of the edit distance of two names by their bags.
+func bagBound(a, b *runeBag) int {
+	up, down := 0, 0
+	for i := range a {
+		if d := int(a[i]) - int(b[i]); d > 0 {
+			up += d
+		} else {
+			down -= d
+		}
+	}
+	return max(up, down)
 }
 
 // javaNames and libNames are the names suggestions are drawn from.
@@ -431,12 +470,13 @@ func maxDistance(n int) int {
 // Among names at the same distance the first in sort order wins.
 func suggest(key string, ns *nameSet) string {
 	k := []rune(normKey(key))
+	kb := bagOf(k)
 	limit := maxDistance(len(key))
 	best, bestD := "", limit+1
 	var sc osaScratch
 	for i, nr := range ns.norm {
-		if abs(len(nr)-len(k)) > min(limit, bestD) {
-			continue // the distance is at least the length difference
+		if abs(len(nr)-len(k)) > min(limit, bestD) || bagBound(&kb, &ns.bags[i]) > min(limit, bestD) {
+			continue // the distance is at least the length difference, and the bags' bound
 		}
 		// Only a distance below the best so far (or equal, for a name
 		// that sorts first) can change the answer.

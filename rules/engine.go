@@ -2,8 +2,10 @@ package rules
 
 import (
 	"fmt"
+	"iter"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,55 +32,148 @@ func Lookup(id string) (*Rule, bool) {
 // Lint checks every file and returns all findings, sorted by path, line,
 // column and rule, with suppressions applied and secrets redacted.
 func Lint(files []*config.File, opts Options) []Finding {
-	var out []Finding
-	for _, f := range files {
-		out = append(out, LintFile(f, opts)...)
-	}
-	sortFindings(out)
-	return out
+	return slices.Collect(LintAll(files, opts))
 }
 
-// LintFile checks one file: it runs every rule that applies to the file's
-// dialect and drops the findings a valid `kdiag:ignore` comment suppresses.
-// No finding holds a secret: evidence is built with the value redacted
-// (Redact), and rules print values through shown.
+// LintAll is Lint as a sequence: the files in path order, each file's
+// findings as Findings yields them.
+func LintAll(files []*config.File, opts Options) iter.Seq[Finding] {
+	sorted := slices.Clone(files)
+	slices.SortStableFunc(sorted, func(a, b *config.File) int {
+		if a == nil || b == nil {
+			return 0
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return func(yield func(Finding) bool) {
+		for _, f := range sorted {
+			for fd := range Findings(f, opts) {
+				if !yield(fd) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// LintFile checks one file and returns its findings, sorted (see Findings).
 func LintFile(f *config.File, opts Options) []Finding {
-	if f == nil {
-		return nil
-	}
-	v := newView(f, opts)
-	v.knownRule = func(id string) bool { _, ok := Lookup(id); return ok }
-	for _, r := range catalog {
-		v.ruleIDs = append(v.ruleIDs, r.ID)
-	}
-	var found []Finding
-	for _, r := range catalog {
-		if !r.appliesTo(v.dialect) || r.Check == nil {
-			continue
+	return slices.Collect(Findings(f, opts))
+}
+
+// chunkEntries is how many entries a PerEntry rule sees at a time: the
+// findings of one chunk are sorted and yielded before the next is checked.
+const chunkEntries = 4096
+
+// Findings checks one file and yields its findings sorted by line, column,
+// rule and message: it runs every rule that applies to the file's dialect
+// and drops the findings a valid `kdiag:ignore` comment suppresses. No
+// finding holds a secret: evidence is built with the value redacted
+// (Redact), and rules print values through shown.
+//
+// The rules that look at the file as a whole run first, and their findings
+// (few: a file-level note, a cross-field conflict, a duplicate) are held.
+// The PerEntry rules then run one chunk of entries at a time; each chunk's
+// findings, with the held ones that come before the next chunk's first
+// key, are sorted and yielded, so memory holds one chunk's findings, not
+// the file's. (When the entries are not in file order, as no parser makes
+// them, the whole file is one chunk.)
+func Findings(f *config.File, opts Options) iter.Seq[Finding] {
+	return func(yield func(Finding) bool) {
+		if f == nil {
+			return
 		}
-		rule := r
-		p := &Pass{File: f, Options: opts, view: v}
-		p.Report = func(fd Finding) {
-			fd.RuleID = rule.ID
-			if fd.Severity == 0 {
-				fd.Severity = rule.Severity
-			}
-			if fd.Path == "" {
-				fd.Path = f.Path
-			}
-			if fd.Fix == "" {
-				fd.Fix = rule.Remediation
-			}
-			if fd.Pos.Line == 0 {
-				fd.Pos = filePos
-			}
-			found = append(found, fd)
+		v := newView(f, opts)
+		v.knownRule = func(id string) bool { _, ok := Lookup(id); return ok }
+		for _, r := range catalog {
+			v.ruleIDs = append(v.ruleIDs, r.ID)
 		}
-		rule.Check(p)
+		dirs := parseDirectives(f, v.knownRule)
+		run := func(r *Rule, entries []config.Entry, into *[]Finding) {
+			p := &Pass{File: f, Entries: entries, Options: opts, view: v}
+			p.Report = func(fd Finding) {
+				fd.RuleID = r.ID
+				if fd.Severity == 0 {
+					fd.Severity = r.Severity
+				}
+				if fd.Path == "" {
+					fd.Path = f.Path
+				}
+				if fd.Fix == "" {
+					fd.Fix = r.Remediation
+				}
+				if fd.Pos.Line == 0 {
+					fd.Pos = filePos
+				}
+				if !strings.HasPrefix(fd.RuleID, "KD9") && suppressed(fd, dirs) {
+					return
+				}
+				*into = append(*into, fd)
+			}
+			r.Check(p)
+		}
+		var whole []Finding
+		for _, r := range catalog {
+			if r.appliesTo(v.dialect) && r.Check != nil && !r.PerEntry {
+				run(r, f.Entries, &whole)
+			}
+		}
+		sortFindings(whole)
+		chunk := chunkEntries
+		if !inFileOrder(f.Entries) {
+			chunk = max(len(f.Entries), 1)
+		}
+		var pending []Finding
+		for a := 0; ; a += chunk {
+			b := min(a+chunk, len(f.Entries))
+			for _, r := range catalog {
+				if r.appliesTo(v.dialect) && r.Check != nil && r.PerEntry {
+					run(r, f.Entries[a:b], &pending)
+				}
+			}
+			last := b >= len(f.Entries)
+			var next config.Pos
+			if !last {
+				next = f.Entries[b].KeyPos
+			}
+			n := 0
+			for n < len(whole) && (last || posBefore(whole[n].Pos, next)) {
+				n++
+			}
+			pending = append(pending, whole[:n]...)
+			whole = whole[n:]
+			sortFindings(pending)
+			out := len(pending)
+			if !last {
+				out = sort.Search(len(pending), func(i int) bool { return !posBefore(pending[i].Pos, next) })
+			}
+			for _, fd := range pending[:out] {
+				if !yield(fd) {
+					return
+				}
+			}
+			pending = append(pending[:0], pending[out:]...)
+			if last {
+				return
+			}
+		}
 	}
-	found = applySuppressions(found, parseDirectives(f, v.knownRule))
-	sortFindings(found)
-	return found
+}
+
+// posBefore reports whether p comes before q in the file.
+func posBefore(p, q config.Pos) bool {
+	return p.Line < q.Line || (p.Line == q.Line && p.Col < q.Col)
+}
+
+// inFileOrder reports whether the entries are sorted by KeyPos, as every
+// parser of package config writes them (Spring's document by document).
+func inFileOrder(es []config.Entry) bool {
+	for i := 1; i < len(es); i++ {
+		if posBefore(es[i].KeyPos, es[i-1].KeyPos) {
+			return false
+		}
+	}
+	return true
 }
 
 // filePos is where findings about the file as a whole (a missing key, a
@@ -336,23 +431,9 @@ func parseDirectives(f *config.File, known func(string) bool) []directive {
 // least one rule and give a reason.
 func (d directive) valid() bool { return len(d.ids) > 0 && d.reason != "" }
 
-// applySuppressions drops findings that a valid directive on the same line or
-// the line above names. Findings about suppressions themselves (KD9xx) cannot
-// be suppressed.
-func applySuppressions(fs []Finding, ds []directive) []Finding {
-	if len(ds) == 0 {
-		return fs
-	}
-	out := fs[:0]
-	for _, fd := range fs {
-		if !strings.HasPrefix(fd.RuleID, "KD9") && suppressed(fd, ds) {
-			continue
-		}
-		out = append(out, fd)
-	}
-	return out
-}
-
+// suppressed reports whether a valid directive on the finding's line or the
+// line above names its rule. Findings about suppressions themselves (KD9xx)
+// are never suppressed (the caller checks).
 func suppressed(fd Finding, ds []directive) bool {
 	for _, d := range ds {
 		if !d.valid() || (fd.Pos.Line != d.pos.Line && fd.Pos.Line != d.pos.Line+1) {

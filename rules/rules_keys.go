@@ -181,14 +181,14 @@ func shownVal(e config.Entry, val string) string {
 // valueRule builds KD401-KD403, which share one pass over the entries.
 func valueRule(id, title, rationale, remediation string) *Rule {
 	return &Rule{
-		ID: id, Title: title, Severity: Error, Category: "type",
+		ID: id, Title: title, Severity: Error, Category: "type", PerEntry: true,
 		Rationale: rationale, Remediation: remediation,
 		Source: "apache/kafka ConfigDef.parseType and the validators of ProducerConfig, CommonClientConfigs, " +
 			"SslConfigs, SaslConfigs (../shared/reference/java-producer-configs.tsv); confluentinc/librdkafka " +
 			"CONFIGURATION.md ranges (../shared/reference/librdkafka-producer-configs.tsv)",
 		Check: func(p *Pass) {
 			v := p.view
-			for _, e := range p.File.Entries {
+			for _, e := range p.Entries {
 				var vp *ValueError
 				if v.dialect == config.Librdkafka {
 					if s, ok := LibrdkafkaSetting(e.Key); ok {
@@ -250,6 +250,7 @@ var passThroughPrefixes = []string{"schema.registry.", "basic.auth.", "bearer.au
 	"config.providers.", "metrics.context.", "metrics.jmx."}
 
 var kd404 = &Rule{
+	PerEntry: true,
 	ID:       "KD404",
 	Title:    "unknown key (did you mean ...?)",
 	Severity: Warning,
@@ -267,7 +268,7 @@ var kd404 = &Rule{
 		"UNKNOWN_KEYS; confluentinc/librdkafka CONFIGURATION.md (property list)",
 	Check: func(p *Pass) {
 		v := p.view
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if e.Key == "" {
 				continue
 			}
@@ -569,6 +570,7 @@ func (sc *osaScratch) within(a, b []rune, k int) int {
 }
 
 var kd405 = &Rule{
+	PerEntry: true,
 	ID:       "KD405",
 	Title:    "consumer-only key in a producer configuration",
 	Severity: Warning,
@@ -581,7 +583,7 @@ var kd405 = &Rule{
 	Remediation: "Move consumer settings to the consumer's configuration.",
 	Source:      "apache/kafka ConsumerConfig (keys not in ProducerConfig); confluentinc/librdkafka CONFIGURATION.md (C/P column)",
 	Check: func(p *Pass) {
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if e.Key != "" && IsConsumerOnlyKey(e.Key) && !knownToDialect(p.view, e.Key) {
 				p.reportKey(e, 0, fmt.Sprintf("%s is a consumer setting: a producer ignores it", name(e)), "")
 			}
@@ -599,6 +601,7 @@ func knownToDialect(v *fileView, key string) bool {
 }
 
 var kd406 = &Rule{
+	PerEntry: true,
 	ID:       "KD406",
 	Title:    "broker-only key in a producer configuration",
 	Severity: Warning,
@@ -610,7 +613,7 @@ var kd406 = &Rule{
 	Remediation: "Move the setting to the broker's server.properties, or use the producer's equivalent named in the message.",
 	Source:      "apache/kafka broker configs (KafkaConfig, ServerLogConfigs, SocketServerConfigs) versus ProducerConfig",
 	Check: func(p *Pass) {
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if e.Key == "" || !IsBrokerOnlyKey(e.Key) || knownToDialect(p.view, e.Key) {
 				continue
 			}
@@ -636,6 +639,7 @@ var removedPartitioners = []string{
 }
 
 var kd407 = &Rule{
+	PerEntry: true,
 	ID:       "KD407",
 	Title:    "key or value removed in Kafka 4.0",
 	Severity: Warning,
@@ -653,7 +657,7 @@ var kd407 = &Rule{
 	Check: func(p *Pass) {
 		v := p.view
 		is4 := v.version.AtLeast(4, 0)
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if s, ok := JavaSetting(e.Key); ok && s.RemovedIn != "" {
 				if is4 {
 					p.reportKey(e, Warning, fmt.Sprintf("%s was removed in Kafka %s: the producer ignores it", name(e), s.RemovedIn), "")
@@ -673,6 +677,7 @@ var kd407 = &Rule{
 }
 
 var kd408 = &Rule{
+	PerEntry: true,
 	ID:       "KD408",
 	Title:    "key does not exist in the selected Kafka version",
 	Severity: Warning,
@@ -686,7 +691,7 @@ var kd408 = &Rule{
 	Source:      "../shared/reference/java-producer-configs.tsv (status \"new in ...\", default \"(n/a)\" for 3.9)",
 	Dialects:    javaDialects,
 	Check: func(p *Pass) {
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			s, ok := JavaSetting(e.Key)
 			if !ok || s.AddedIn == "" || s.AvailableIn(p.view.version) {
 				continue

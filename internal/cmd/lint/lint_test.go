@@ -31,7 +31,7 @@ func run(t *testing.T, stdin string, set func(*LintOptions), args ...string) (co
 		// The golden SARIF names %SRCROOT%: a fixed directory, not the
 		// checkout's.
 		Getwd: func() (string, error) { return "/src/kdiag/internal/cmd/lint", nil },
-		Args: args, StdinName: "<stdin>", KafkaVersion: def.KafkaVersion,
+		Args:  args, StdinName: "<stdin>", KafkaVersion: def.KafkaVersion,
 		BrokerIdleMS: def.BrokerIdleMS, FailOn: "warning", Format: "text",
 	}
 	if set != nil {

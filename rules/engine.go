@@ -335,7 +335,7 @@ func (v *fileView) evidence(e config.Entry) string {
 // shown is an entry's value as a finding may print it: Redacted for a
 // secret key (by its producer key or as written), the value otherwise.
 func shown(e config.Entry) string {
-	if IsSecretKey(e.Key) || IsSecretKey(e.RawKey) {
+	if IsSecretKey(e.Key) || (e.RawKey != e.Key && IsSecretKey(e.RawKey)) {
 		if isJAASKey(e.Key) {
 			return RedactJAAS(e.Value)
 		}

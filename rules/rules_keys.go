@@ -418,14 +418,18 @@ func bagOf(rs []rune) runeBag {
 	return b
 }
 
-// bagBound is a lower bound of the edit distance of two names by their bags.
-func bagBound(a, b *runeBag) int {
+// bagBound is a lower bound of the edit distance of two names by their
+// bags; it stops counting once the bound exceeds limit.
+func bagBound(a, b *runeBag, limit int) int {
 	up, down := 0, 0
 	for i := range a {
 		if d := int(a[i]) - int(b[i]); d > 0 {
 			up += d
 		} else {
 			down -= d
+		}
+		if up > limit || down > limit {
+			return limit + 1
 		}
 	}
 	return max(up, down)
@@ -476,7 +480,7 @@ func suggest(key string, ns *nameSet) string {
 	best, bestD := "", limit+1
 	var sc osaScratch
 	for i, nr := range ns.norm {
-		if abs(len(nr)-len(k)) > min(limit, bestD) || bagBound(&kb, &ns.bags[i]) > min(limit, bestD) {
+		if abs(len(nr)-len(k)) > min(limit, bestD) || bagBound(&kb, &ns.bags[i], min(limit, bestD)) > min(limit, bestD) {
 			continue // the distance is at least the length difference, and the bags' bound
 		}
 		// Only a distance below the best so far (or equal, for a name

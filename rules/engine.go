@@ -220,10 +220,12 @@ type fileView struct {
 	// brokerIdle is the broker's connections.max.idle.ms (<= 0: never).
 	brokerIdle int64
 	yaml       bool
-	// eff maps each key to the entry that takes effect (highest Rank, then
-	// the last one written), with its index in f.Entries.
-	eff   map[string]config.Entry
-	order map[string]int
+	// eff maps each key to the index in f.Entries of the entry that takes
+	// effect (highest Rank, then the last one written). An index, not the
+	// entry: a file of a million keys holds a million of these.
+	eff map[string]int32
+	// repeated are the keys written more than once (KD409 looks at them).
+	repeated map[string]bool
 	// knownRule and ruleIDs give the KD9xx rules the catalog without the
 	// rule values referring to it (which would be an initialization cycle).
 	knownRule func(string) bool
@@ -247,47 +249,71 @@ func newView(f *config.File, opts Options) *fileView {
 	}
 	ext := strings.ToLower(filepath.Ext(f.Path))
 	v.yaml = ext == ".yml" || ext == ".yaml"
-	v.eff, v.order = effective(f)
+	v.eff, v.repeated = effective(f)
 	return v
 }
 
 // effective computes which entry of each key takes effect, as
 // config.File.Effective does (the highest Rank wins, and among equal ranks
-// the entry written last), and also where that entry is in the file, which
-// librdkafka's aliases need (the alias written last wins).
-func effective(f *config.File) (map[string]config.Entry, map[string]int) {
-	eff := map[string]config.Entry{}
-	order := map[string]int{}
+// the entry written last), as an index into f.Entries, which is also where
+// that entry is in the file (librdkafka's aliases need it: the alias written
+// last wins). It also returns the keys written more than once.
+func effective(f *config.File) (map[string]int32, map[string]bool) {
+	eff := make(map[string]int32, len(f.Entries))
+	var repeated map[string]bool
 	for i, e := range f.Entries {
 		if e.Key == "" {
 			continue
 		}
-		if prev, ok := eff[e.Key]; ok && prev.Rank > e.Rank {
-			continue
+		if prev, ok := eff[e.Key]; ok {
+			if repeated == nil {
+				repeated = map[string]bool{}
+			}
+			repeated[e.Key] = true
+			if f.Entries[prev].Rank > e.Rank {
+				continue
+			}
 		}
-		eff[e.Key] = e
-		order[e.Key] = i
+		eff[e.Key] = int32(i)
 	}
-	return eff, order
+	return eff, repeated
 }
 
 // get returns the effective entry of key.
 func (v *fileView) get(key string) (config.Entry, bool) {
-	e, ok := v.eff[key]
-	return e, ok
+	i, ok := v.eff[key]
+	if !ok {
+		return config.Entry{}, false
+	}
+	return v.f.Entries[i], true
 }
 
 // getAny returns the effective entry among several names of one property
 // (librdkafka aliases): the one written last wins, as each rd_kafka_conf_set
 // overwrites the same property.
 func (v *fileView) getAny(keys ...string) (config.Entry, string, bool) {
-	best, bestKey, at := config.Entry{}, "", -1
+	best, bestKey, at := config.Entry{}, "", int32(-1)
 	for _, k := range keys {
-		if e, ok := v.eff[k]; ok && v.order[k] > at {
-			best, bestKey, at = e, k, v.order[k]
+		if i, ok := v.eff[k]; ok && i > at {
+			best, bestKey, at = v.f.Entries[i], k, i
 		}
 	}
 	return best, bestKey, at >= 0
+}
+
+// duplicates is config.File.Duplicates for the keys written more than once
+// only: the file's other keys are not looked at again.
+func (v *fileView) duplicates() map[string][]config.Entry {
+	if len(v.repeated) == 0 {
+		return nil
+	}
+	sub := &config.File{}
+	for _, e := range v.f.Entries {
+		if v.repeated[e.Key] {
+			sub.Entries = append(sub.Entries, e)
+		}
+	}
+	return sub.Duplicates()
 }
 
 // javaValue returns the value that takes effect for a Java key: the one

@@ -717,7 +717,7 @@ var kd409 = &Rule{
 	Remediation: "Keep one line per key: delete the lines the message names as ignored.",
 	Source:      "java.util.Properties.load (a later put replaces an earlier one); config.File.Duplicates (same key, rank and document)",
 	Check: func(p *Pass) {
-		dups := p.File.Duplicates()
+		dups := p.view.duplicates()
 		keys := make([]string, 0, len(dups))
 		for k := range dups {
 			keys = append(keys, k)

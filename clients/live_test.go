@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +68,10 @@ func start(t *testing.T, env []string, name string, args ...string) *client {
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), env...)
+	// Its own process group, killed whole: kcat's test runs it under a
+	// shell whose children hold the pipes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +82,7 @@ func start(t *testing.T, env []string, name string, args ...string) *client {
 		t.Fatal(err)
 	}
 	c := &client{cmd: cmd, sent: make(chan struct{}), out: &errOut}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {

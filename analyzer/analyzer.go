@@ -271,6 +271,23 @@ type Analysis struct {
 	Findings  []Finding       `json:"findings"`
 	// Notes are the scans' notes, each once, with how many scans said it.
 	Notes []Note `json:"notes,omitempty"`
+	// Unseen, when set, says that in some samples CLOSE_WAIT sockets could
+	// not be attributed because kdiag could not read their possible
+	// holders: a leak there would not show in Processes or Findings.
+	Unseen *Unseen `json:"unseen,omitempty"`
+}
+
+// Unseen sums the samples whose CLOSE_WAIT kdiag could not attribute
+// (netstat.Snapshot.Unseen).
+type Unseen struct {
+	// Samples is how many samples had such sockets.
+	Samples int `json:"samples"`
+	// MaxCloseWait is the most in one sample, LastCloseWait the last
+	// sample's (0 when it had none).
+	MaxCloseWait  int `json:"max_close_wait"`
+	LastCloseWait int `json:"last_close_wait"`
+	// Reason is the last such sample's reason.
+	Reason string `json:"reason"`
 }
 
 // Note is a scan note and the number of samples that carried it.

@@ -39,7 +39,10 @@ type Tracker struct {
 	lastDump uint64
 	// noteOrder keeps notes in the order first seen, for stable output.
 	noteOrder []string
-	sources   map[string]bool
+	// unseen sums the samples in which CLOSE_WAIT sockets could not be
+	// attributed (netstat.Snapshot.Unseen).
+	unseen  Unseen
+	sources map[string]bool
 }
 
 type procState struct {
@@ -213,6 +216,14 @@ func (t *Tracker) addSample(s *netstat.Snapshot) {
 			t.noteOrder = append(t.noteOrder, n)
 		}
 		t.notes[n]++
+	}
+	t.unseen.LastCloseWait = 0
+	if u := s.Unseen; u != nil && u.Sockets[netstat.CloseWait.String()] > 0 {
+		n := u.Sockets[netstat.CloseWait.String()]
+		t.unseen.Samples++
+		t.unseen.MaxCloseWait = max(t.unseen.MaxCloseWait, n)
+		t.unseen.LastCloseWait = n
+		t.unseen.Reason = u.Reason
 	}
 }
 
@@ -409,6 +420,10 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		if c, ok := t.notes[n]; ok {
 			a.Notes = append(a.Notes, Note{Text: n, Count: c})
 		}
+	}
+	if t.unseen.Samples > 0 {
+		u := t.unseen
+		a.Unseen = &u
 	}
 	live := make(map[ProcessKey][]CloseWaitSocket)
 	oldest := make(map[ProcessKey]*CloseWaitSocket)

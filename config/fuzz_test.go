@@ -22,13 +22,18 @@ func addFixtureSeeds(f *testing.F, patterns ...string) {
 	}
 }
 
-// lineLengths returns the rune length of each line as ParseProperties
-// counts lines (\n, \r and \r\n end a line).
+// lineLengths returns the length of each line in characters as
+// ParseProperties counts lines (\n, \r and \r\n end a line) and characters
+// (runes, or bytes in a file that is not UTF-8, read as ISO-8859-1).
 func lineLengths(data []byte) []int {
 	var out []int
 	n := 0
+	latin1 := !utf8.Valid(data)
 	for i := 0; i < len(data); {
 		c, size := utf8.DecodeRune(data[i:])
+		if latin1 {
+			c, size = rune(data[i]), 1
+		}
 		i += size
 		switch {
 		case c == '\n':

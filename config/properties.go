@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -31,22 +32,32 @@ import (
 //   - Escapes, in keys and values alike: \uXXXX, \t \n \r \f, and \x -> x
 //     for any other x ("a\=b=c" has key "a=b").
 //
-// The input is read as UTF-8, as Properties.load(Reader) with a UTF-8 reader
-// does, not as ISO-8859-1, which is what Properties.load(InputStream) assumes
-// (Java 9+ reads PropertyResourceBundle files as UTF-8 too). A leading UTF-8
-// byte order mark is kept as part of the first key, as Java keeps it, and
-// reported as a Problem, because Java would not recognise that key.
+// The bytes are read as the Java client reads them. Kafka's
+// Utils.loadProps (the --producer.config of the command-line tools) and
+// most applications call Properties.load(InputStream), which reads
+// ISO-8859-1: every byte is one character, so client.id=caf\xE9 is
+// "café". A file that is valid UTF-8 is read as UTF-8 instead, as
+// Properties.load(Reader) with a UTF-8 reader reads it and as an editor
+// shows it, so that non-ASCII text in messages and columns in positions are
+// what the user sees (the Java client itself would see each non-ASCII
+// character of such a file as two or three ISO-8859-1 characters; no check
+// of kdiag depends on non-ASCII text). A leading UTF-8 byte order mark is
+// kept as part of the first key, as Java keeps it, and reported as a
+// Problem, because Java would not recognise that key.
 //
 // Where Java would throw (a malformed \uXXXX escape) or the input is not
-// what it should be (invalid UTF-8, a lone UTF-16 surrogate, a file that ends
-// in a line continuation), ParseProperties records a Problem and goes on: a
-// malformed escape is kept as written, invalid UTF-8 becomes U+FFFD. The
-// error is only for a reader that fails.
+// what it should be (a lone UTF-16 surrogate, a file that ends in a line
+// continuation), ParseProperties records a Problem and goes on: a malformed
+// escape is kept as written. The error is only for a reader that fails.
 //
-// Positions are 1-based lines and columns counted in runes; KeyPos and
-// ValuePos point at the first character of the key and value as written (for
-// a value that starts on a continuation line, on that line). An empty value's
-// ValuePos is just past the end of its logical line.
+// Positions are 1-based lines and columns counted in characters (runes;
+// bytes in an ISO-8859-1 file); KeyPos and ValuePos point at the first
+// character of the key and value as written (for a value that starts on a
+// continuation line, on that line). An empty value's ValuePos is just past
+// the end of its logical line.
+//
+// The input is read in one pass without decoding it whole: memory beyond
+// the entries is one logical line's characters.
 func ParseProperties(name string, r io.Reader) (*File, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -67,20 +78,33 @@ type propLine struct {
 
 // propReader turns the input into logical lines, as Properties.LineReader.
 type propReader struct {
-	f   *File
-	src []rune
-	pos []Pos
-	i   int
+	f    *File
+	data []byte
+	// latin1 says the input is not valid UTF-8 and is read as ISO-8859-1.
+	latin1 bool
+	// i is the offset of the next character, at line:col.
+	i         int
+	line, col int
 	// text and tpos back every propLine; readLine reuses them, so a line
 	// is valid until the next call.
 	text []rune
 	tpos []Pos
+	// comment is the scratch buffer of a comment's text.
+	comment []rune
+}
+
+func newPropReader(f *File, data []byte) *propReader {
+	pr := &propReader{f: f, data: data, latin1: !utf8.Valid(data), line: 1, col: 1}
+	if bytes.HasPrefix(data, []byte("\uFEFF")) {
+		f.Problems = append(f.Problems, Problem{Pos: Pos{1, 1},
+			Msg: "file starts with a UTF-8 byte order mark, which Java's Properties.load keeps as part of the first key: save the file without BOM"})
+	}
+	return pr
 }
 
 // parsePropertiesInto appends data's entries, comments and problems to f.
 func parsePropertiesInto(f *File, data []byte) {
-	pr := &propReader{f: f}
-	pr.decode(data)
+	pr := newPropReader(f, data)
 	for {
 		ln, ok := pr.readLine()
 		if !ok {
@@ -90,36 +114,41 @@ func parsePropertiesInto(f *File, data []byte) {
 	}
 }
 
-// decode splits data into runes with their positions, replacing invalid
-// UTF-8 by U+FFFD (one problem per line, so that a binary file does not
-// bury the report).
-func (pr *propReader) decode(data []byte) {
-	pr.src = make([]rune, 0, len(data))
-	pr.pos = make([]Pos, 0, len(data))
-	line, col := 1, 1
-	badLine := 0
-	if strings.HasPrefix(string(data), "\uFEFF") {
-		pr.f.Problems = append(pr.f.Problems, Problem{Pos: Pos{1, 1},
-			Msg: "file starts with a UTF-8 byte order mark, which Java's Properties.load keeps as part of the first key: save the file without BOM"})
+// eof reports whether every character has been read.
+func (pr *propReader) eof() bool { return pr.i >= len(pr.data) }
+
+// peek returns the next character without reading it.
+func (pr *propReader) peek() rune {
+	if pr.latin1 {
+		return rune(pr.data[pr.i])
 	}
-	for i := 0; i < len(data); {
-		c, size := utf8.DecodeRune(data[i:])
-		if c == utf8.RuneError && size == 1 && badLine != line {
-			badLine = line
-			pr.f.Problems = append(pr.f.Problems, Problem{Pos: Pos{line, col},
-				Msg: fmt.Sprintf("invalid UTF-8 byte 0x%02x (read as U+FFFD): save the file as UTF-8", data[i])})
-		}
-		i += size
-		pr.src = append(pr.src, c)
-		pr.pos = append(pr.pos, Pos{line, col})
-		switch {
-		case c == '\n', c == '\r' && (i >= len(data) || data[i] != '\n'):
-			line, col = line+1, 1
-		default:
-			// The \r of \r\n takes a column; the \n then ends the line.
-			col++
-		}
+	if c := pr.data[pr.i]; c < utf8.RuneSelf {
+		return rune(c)
 	}
+	c, _ := utf8.DecodeRune(pr.data[pr.i:])
+	return c
+}
+
+// next reads one character and where it was written. A line ends after \n,
+// and after \r unless \n follows (the \r of \r\n takes a column; the \n
+// then ends the line).
+func (pr *propReader) next() (rune, Pos) {
+	var c rune
+	size := 1
+	switch b := pr.data[pr.i]; {
+	case pr.latin1 || b < utf8.RuneSelf:
+		c = rune(b)
+	default:
+		c, size = utf8.DecodeRune(pr.data[pr.i:])
+	}
+	p := Pos{pr.line, pr.col}
+	pr.i += size
+	if c == '\n' || (c == '\r' && (pr.i >= len(pr.data) || pr.data[pr.i] != '\n')) {
+		pr.line, pr.col = pr.line+1, 1
+	} else {
+		pr.col++
+	}
+	return c, p
 }
 
 func isBlank(c rune) bool { return c == ' ' || c == '\t' || c == '\f' }
@@ -152,7 +181,7 @@ func (pr *propReader) readLine() (propLine, bool) {
 		return ln
 	}
 	for {
-		if pr.i >= len(pr.src) {
+		if pr.eof() {
 			if len(ln.text) == 0 {
 				return ln, false
 			}
@@ -161,8 +190,7 @@ func (pr *propReader) readLine() (propLine, bool) {
 			}
 			return finish(), true
 		}
-		c, p := pr.src[pr.i], pr.pos[pr.i]
-		pr.i++
+		c, p := pr.next()
 		if skipBlank {
 			if isBlank(c) {
 				continue
@@ -173,15 +201,18 @@ func (pr *propReader) readLine() (propLine, bool) {
 			skipBlank, appendedLineBegin = false, false
 		}
 		if len(ln.text) == 0 && (c == '#' || c == '!') {
-			j := pr.i
-			for j < len(pr.src) && pr.src[j] != '\n' && pr.src[j] != '\r' {
-				j++
+			pr.comment = pr.comment[:0]
+			for !pr.eof() {
+				if d := pr.peek(); d == '\n' || d == '\r' {
+					break
+				}
+				d, _ := pr.next()
+				pr.comment = append(pr.comment, d)
 			}
 			pr.f.Comments = append(pr.f.Comments, Comment{
-				Text: strings.Trim(string(pr.src[pr.i:j]), " \t\f"), Pos: p})
-			pr.i = j
-			if pr.i < len(pr.src) {
-				pr.i++ // the line terminator; a \n after \r is skipped as blank
+				Text: strings.Trim(string(pr.comment), " \t\f"), Pos: p})
+			if !pr.eof() {
+				pr.next() // the line terminator; a \n after \r is skipped as blank
 			}
 			skipBlank = true
 			continue
@@ -200,7 +231,7 @@ func (pr *propReader) readLine() (propLine, bool) {
 			skipBlank = true
 			continue
 		}
-		if pr.i >= len(pr.src) {
+		if pr.eof() {
 			if precedingBackslash {
 				contAtEOF()
 			}
@@ -212,8 +243,8 @@ func (pr *propReader) readLine() (propLine, bool) {
 		// Continuation: drop the backslash and the next line's leading blanks.
 		ln.text, ln.pos = ln.text[:len(ln.text)-1], ln.pos[:len(ln.pos)-1]
 		skipBlank, appendedLineBegin, precedingBackslash = true, true, false
-		if c == '\r' && pr.src[pr.i] == '\n' {
-			pr.i++
+		if c == '\r' && pr.peek() == '\n' {
+			pr.next()
 		}
 	}
 }
@@ -280,7 +311,7 @@ func (pr *propReader) unescape(s []rune, pos []Pos) string {
 	flushHigh := func() {
 		if high != 0 {
 			pr.f.Problems = append(pr.f.Problems, Problem{Pos: highPos,
-				Msg: fmt.Sprintf("\\u%04X is half of a UTF-16 surrogate pair without its other half (read as U+FFFD)", high)})
+				Msg: "a \\u escape here is half of a UTF-16 surrogate pair without its other half (read as U+FFFD)"})
 			b.WriteRune(utf8.RuneError)
 			high = 0
 		}
@@ -301,7 +332,7 @@ func (pr *propReader) unescape(s []rune, pos []Pos) string {
 			if !ok {
 				flushHigh()
 				pr.f.Problems = append(pr.f.Problems, Problem{Pos: pos[i-1],
-					Msg: fmt.Sprintf("malformed \\uxxxx escape %q (Java's Properties.load rejects the whole file): write four hex digits, or \\\\u for a literal backslash-u", string(s[i-1:min(i+5, len(s))]))})
+					Msg: "malformed \\uxxxx escape (Java's Properties.load rejects the whole file): write four hex digits after \\u, or \\\\u for a literal backslash-u"})
 				b.WriteString(`\u`)
 				continue
 			}

@@ -97,7 +97,7 @@ func TestParseProperties(t *testing.T) {
 			name:         "lone surrogate",
 			in:           "e=\\uD83Dx\n",
 			want:         []Entry{ent("e", "\uFFFDx", 1, 1, 1, 3)},
-			wantProblems: []string{"1:3: \\uD83D is half of a UTF-16 surrogate pair"},
+			wantProblems: []string{"1:3: a \\u escape here is half of a UTF-16 surrogate pair"},
 		},
 		{
 			name:         "malformed unicode escape is kept and reported",
@@ -118,10 +118,16 @@ func TestParseProperties(t *testing.T) {
 			wantProblems: []string{"1:4: line continuation (\\) at end of file"},
 		},
 		{
-			name:         "invalid UTF-8",
-			in:           "a=\xff\nb=c\n",
-			want:         []Entry{ent("a", "\uFFFD", 1, 1, 1, 3), ent("b", "c", 2, 1, 2, 3)},
-			wantProblems: []string{"1:3: invalid UTF-8 byte 0xff"},
+			// Properties.load(InputStream), which Kafka's Utils.loadProps
+			// calls, reads ISO-8859-1: \xE9 is é, and no problem.
+			name: "not UTF-8: read as ISO-8859-1, as Properties.load(InputStream)",
+			in:   "client.id=caf\xe9\nb=\xff\xc3\xa9\n",
+			want: []Entry{ent("client.id", "café", 1, 1, 1, 11), ent("b", "ÿÃ©", 2, 1, 2, 3)},
+		},
+		{
+			name: "valid UTF-8 is read as UTF-8, columns in characters",
+			in:   "client.id=café\nb=x\n",
+			want: []Entry{ent("client.id", "café", 1, 1, 1, 11), ent("b", "x", 2, 1, 2, 3)},
 		},
 		{
 			name:         "byte order mark stays in the key, as in Java",

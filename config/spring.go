@@ -141,7 +141,9 @@ type springItem struct {
 //
 // Keys outside spring.kafka, and the groups for other clients
 // (consumer, admin, streams, listener, jaas, template, retry), make no
-// entry. A spring.kafka.producer.* key (or spring.kafka.* key) that is none
+// entry, except spring.kafka.jaas.options.<name>, the options of the JAAS
+// login module Spring installs, whose entries keep that Key (a password
+// there is still a secret written in the file). A spring.kafka.producer.* key (or spring.kafka.* key) that is none
 // of the above makes an entry whose Key is its RawKey, so that the linter
 // can report it as unknown.
 func ParseSpringProperties(name string, r io.Reader) (*File, error) {
@@ -683,6 +685,13 @@ func (m *springMapper) add(it springItem) {
 				return
 			}
 			group(i+1, RankSpringProducer, RankSpringProducerProperties)
+		case rank == RankSpringCommon && g == "jaas" && u(i+1) == "options" && len(el) > i+2:
+			// spring.kafka.jaas.options.* are the options of the JAAS
+			// login module KafkaJaasLoginModuleInitializer installs for
+			// the whole JVM (KafkaProperties.Jaas): no producer key, but
+			// a password there is a secret in the file all the same.
+			e.Key, e.Rank = "spring.kafka.jaas.options."+mapKey(el[i+2:]), rank
+			m.f.Entries = append(m.f.Entries, e)
 		case rank == RankSpringCommon && springOtherGroups[g]:
 		default:
 			unknown(rank)

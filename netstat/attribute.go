@@ -120,8 +120,23 @@ type AttributeStats struct {
 	// user's process when not root).
 	Denied []int
 	// Failed lists pids whose fds could not be read for another reason, with
-	// the error, e.g. "pid 42: too many open files".
-	Failed []string
+	// the error (EMFILE: kdiag ran out of file descriptors).
+	Failed []PIDError
+}
+
+// PIDError is an error reading the fds of one process.
+type PIDError struct {
+	PID int
+	Err error
+}
+
+func (e PIDError) String() string { return fmt.Sprintf("pid %d: %v", e.PID, e.Err) }
+
+// outOfFDs reports whether err says kdiag itself ran out of file
+// descriptors (its own RLIMIT_NOFILE, or the system's table): nothing about
+// the process it was reading.
+func outOfFDs(err error) bool {
+	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)
 }
 
 // NewAttributor returns an Attributor reading procRoot.
@@ -248,6 +263,7 @@ type attrSeen struct {
 	fd      int32
 	cached  bool // a verified cache entry, not a walk
 	matched bool
+	proto   uint8 // heldTCP: the socket's Family
 }
 
 // attribute finds the holders of want's inodes among pids; want maps an
@@ -382,6 +398,8 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 		}
 	}
 
+	results = a.retryOutOfFDs(ctx, r, results)
+
 	// Merge into the cache and the stats.
 	exited := map[int]bool{}
 	complete := map[int]bool{}
@@ -394,10 +412,17 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 				exited[res.pid] = true
 				st.Exited = append(st.Exited, res.pid)
 			}
+		case res.denied && a.gone(res.pid):
+			// A process on its way out refuses its fds (EACCES) before its
+			// /proc entry goes: it exited, it did not deny kdiag.
+			if !exited[res.pid] {
+				exited[res.pid] = true
+				st.Exited = append(st.Exited, res.pid)
+			}
 		case res.denied:
 			st.Denied = append(st.Denied, res.pid)
 		case res.failed != nil:
-			st.Failed = append(st.Failed, fmt.Sprintf("pid %d: %v", res.pid, res.failed))
+			st.Failed = append(st.Failed, PIDError{res.pid, res.failed})
 		}
 		if res.walked && !walkedPID[res.pid] {
 			walkedPID[res.pid] = true
@@ -437,6 +462,45 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 	st.Links = int(r.links.Load())
 	return st
 }
+
+// retryOutOfFDs walks again, one at a time, the pids whose fds could not be
+// read because kdiag ran out of file descriptors (a low ulimit -n: every
+// worker holds a directory open), while wanted inodes are missing. Their
+// failed results are replaced by the retries', appended last so that a pid
+// walked in parts is complete once its retry is.
+func (a *Attributor) retryOutOfFDs(ctx context.Context, r *attrRun, results []attrResult) []attrResult {
+	var pids []int
+	seen := map[int]bool{}
+	for _, res := range results {
+		if res.failed != nil && outOfFDs(res.failed) && !seen[res.pid] {
+			seen[res.pid] = true
+			pids = append(pids, res.pid)
+		}
+	}
+	if len(pids) == 0 || r.remaining.Load() == 0 {
+		return results
+	}
+	kept := results[:0]
+	for _, res := range results {
+		if res.failed == nil || !outOfFDs(res.failed) {
+			kept = append(kept, res)
+		}
+	}
+	w := a.worker()
+	defer a.putWorker(w)
+	for _, pid := range pids {
+		if r.remaining.Load() == 0 || ctx.Err() != nil {
+			// Nothing is missing: the failure no longer matters.
+			continue
+		}
+		kept = append(kept, w.walk(a, r, walkJob{pid: pid}))
+	}
+	return kept
+}
+
+// gone reports whether pid has exited or is a zombie: such a process has
+// no fds left to read.
+func (a *Attributor) gone(pid int) bool { return processGone(a.ProcRoot, pid) }
 
 // mustWalk reports whether some missing inode was not found missing by a
 // recent complete walk.

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const testContainerID = "3f4e5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081"
@@ -92,6 +94,16 @@ func TestReadProcessMasksSecrets(t *testing.T) {
 		t.Skipf("cannot start sh: %v", err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Wait (bounded) until the kernel shows the new image's arguments.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid))
+		if bytes.Contains(b, []byte("sleep 30")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/proc/%d/cmdline is %q after 10s, want sh's arguments", cmd.Process.Pid, b)
+		}
+	}
 	p, err := ReadProcess(context.Background(), "/proc", cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)

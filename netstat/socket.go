@@ -267,6 +267,21 @@ type Process struct {
 	States map[string]int `json:"states"`
 }
 
+// Unseen is what a scan could not see: the sockets it could not attribute
+// to a process while some process's fds could not be read, or no process it
+// could read held them.
+type Unseen struct {
+	// Sockets counts the unattributed sockets (inode not 0, so held by some
+	// file) by state name. With --pid or --process they are counted before
+	// the filter: any of them may be the selected processes'.
+	Sockets map[string]int `json:"sockets"`
+	// Reason says why, in words: "the fds of 3 processes could not be read
+	// (permission denied; ...)".
+	Reason string `json:"reason"`
+	// PIDs are the processes whose fds could not be read, at most 20.
+	PIDs []int `json:"pids,omitempty"`
+}
+
 // Snapshot is one scan: every socket that matched the query, the processes
 // holding them, and the notes about what could not be seen. It is the unit of
 // `kdiag watch --record` (one JSON line each) and of the analyzer.
@@ -279,6 +294,11 @@ type Snapshot struct {
 	// process that exited, fds that could not be read, a namespace that could
 	// not be entered. Each is said once per scan.
 	Notes []string `json:"notes,omitempty"`
+	// Unseen, when set, says that some sockets of the query's states could
+	// not be attributed because kdiag could not read the processes that may
+	// hold them, and why. A check or a verdict that finds nothing wrong
+	// could be wrong by that many sockets.
+	Unseen *Unseen `json:"unseen,omitempty"`
 	// Unchanged is true when the kernel reported no state change of a
 	// socket of the query's states since the last dump (Scanner.Changes),
 	// so the scan served that dump's sockets again, ages advanced, rather

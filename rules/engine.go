@@ -39,8 +39,9 @@ func Lint(files []*config.File, opts Options) []Finding {
 }
 
 // LintFile checks one file: it runs every rule that applies to the file's
-// dialect, drops the findings a valid `kdiag:ignore` comment suppresses, and
-// scrubs every secret value of the file from what remains.
+// dialect and drops the findings a valid `kdiag:ignore` comment suppresses.
+// No finding holds a secret: evidence is built with the value redacted
+// (Redact), and rules print values through shown.
 func LintFile(f *config.File, opts Options) []Finding {
 	if f == nil {
 		return nil
@@ -76,7 +77,6 @@ func LintFile(f *config.File, opts Options) []Finding {
 		rule.Check(p)
 	}
 	found = applySuppressions(found, parseDirectives(f, v.knownRule))
-	scrubSecrets(f, found)
 	sortFindings(found)
 	return found
 }
@@ -226,16 +226,30 @@ func (v *fileView) libValue(keys ...string) (val string, e config.Entry, set, ok
 	return "", config.Entry{}, false, false
 }
 
-// evidence is the entry as written, its value redacted if secret.
+// evidence is the entry as written, its value redacted if secret: built
+// from the key and the value, so the value is replaced by position, never
+// looked for in other text.
 func (v *fileView) evidence(e config.Entry) string {
-	val := Redact(e.Key, e.Value)
-	if val == e.Value {
-		val = Redact(e.RawKey, e.Value)
-	}
+	val := shown(e)
 	if v.yaml {
 		return e.RawKey + ": " + val
 	}
 	return e.RawKey + "=" + val
+}
+
+// shown is an entry's value as a finding may print it: Redacted for a
+// secret key (by its producer key or as written), the value otherwise.
+func shown(e config.Entry) string {
+	if IsSecretKey(e.Key) || IsSecretKey(e.RawKey) {
+		if isJAASKey(e.Key) {
+			return RedactJAAS(e.Value)
+		}
+		if e.Value == "" {
+			return ""
+		}
+		return Redacted
+	}
+	return e.Value
 }
 
 // name is how a finding names the entry's key: the key as written, and for
@@ -351,49 +365,6 @@ func suppressed(fd Finding, ds []directive) bool {
 		}
 	}
 	return false
-}
-
-var jaasSecretRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)\b(password|clientSecret|secret|passphrase|token)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)`)
-})
-
-// minScrubLen is the shortest secret value scrubbed from finding text: rules
-// never print a secret (they go through Redact); the scrub is a safety net,
-// and replacing one- to three-character strings would garble every message.
-const minScrubLen = 4
-
-// scrubSecrets removes every secret value of the file from the findings'
-// text, whatever rule produced them.
-func scrubSecrets(f *config.File, fs []Finding) {
-	var secrets []string
-	for _, e := range f.Entries {
-		if !IsSecretKey(e.Key) && !IsSecretKey(e.RawKey) {
-			continue
-		}
-		secrets = append(secrets, strings.TrimSpace(e.Value), strings.TrimSpace(e.RawValue))
-		for _, m := range jaasSecretRE().FindAllStringSubmatch(e.Value, -1) {
-			secrets = append(secrets, strings.Trim(m[2], `"`))
-		}
-		if Redact(e.Key, e.Value) != Redacted {
-			// sasl.jaas.config keeps option names; every option value
-			// is hidden, so scrub them all.
-			for _, m := range jaasOptionRE().FindAllStringSubmatch(e.Value, -1) {
-				secrets = append(secrets, strings.Trim(m[2], `"`))
-			}
-		}
-	}
-	// Longest first, so that a secret containing another is replaced whole.
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	for i := range fs {
-		for _, s := range secrets {
-			if len(s) < minScrubLen {
-				continue
-			}
-			fs[i].Message = strings.ReplaceAll(fs[i].Message, s, Redacted)
-			fs[i].Evidence = strings.ReplaceAll(fs[i].Evidence, s, Redacted)
-			fs[i].Fix = strings.ReplaceAll(fs[i].Fix, s, Redacted)
-		}
-	}
 }
 
 // withAliases adds the librdkafka aliases of each name.

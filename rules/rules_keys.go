@@ -71,7 +71,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 		if dataSizeRE().MatchString(val) {
 			return nil
 		}
-		return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, e.Value)}
+		return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, shown(e))}
 	}
 	var num float64
 	isNum := false
@@ -79,21 +79,21 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 	case "INT", "SHORT", "LONG":
 		n, err := parseJavaInt(val, intBits(s.Type))
 		if err == errRange {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, e.Value, intBits(s.Type))}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, shown(e), intBits(s.Type))}
 		}
 		if err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
 		}
 		num, isNum = float64(n), true
 	case "DOUBLE":
 		f, err := parseJavaDouble(val)
 		if err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a decimal number", key, e.Value)}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a decimal number", key, shown(e))}
 		}
 		num, isNum = f, true
 	case "BOOLEAN":
 		if _, err := parseJavaBool(val); err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
 		}
 	}
 	if isNum && (s.HasMin || s.HasMax) {
@@ -105,7 +105,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 			if len(s.Extra) > 0 {
 				allowed += " (or " + strings.Join(s.Extra, ", ") + ")"
 			}
-			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, val, allowed)}
+			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, shownVal(e, val), allowed)}
 		}
 	}
 	if e.Key == "acks" {
@@ -123,7 +123,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 			if !s.EnumFold && containsFold(s.Enum, val) {
 				hint = " (values are case-sensitive)"
 			}
-			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s%s", key, e.Value, strings.Join(s.Enum, ", "), hint)}
+			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s%s", key, shown(e), strings.Join(s.Enum, ", "), hint)}
 		}
 	}
 	if s.NonEmpty && val == "" {
@@ -145,29 +145,37 @@ func checkLibValue(e config.Entry, s LibSetting) *ValueError {
 		if s.Type == "integer" {
 			n, err := parseJavaInt(val, 32)
 			if err != nil {
-				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, e.Value, noun(e.Key))}
+				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
 			}
 			f = float64(n)
 		} else {
 			x, err := strconv.ParseFloat(val, 64)
 			if err != nil {
-				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a number", key, e.Value)}
+				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a number", key, shown(e))}
 			}
 			f = x
 		}
 		if (s.HasMin && f < s.Min) || (s.HasMax && f > s.Max) {
-			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, val, rangeText(s.HasMin, s.HasMax, s.Min, s.Max))}
+			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, shownVal(e, val), rangeText(s.HasMin, s.HasMax, s.Min, s.Max))}
 		}
 	case "boolean":
 		if _, err := parseLibBool(val); err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, e.Value)}
+			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
 		}
 	case "enum value":
 		if !containsFold(s.Enum, val) {
-			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s", key, e.Value, strings.Join(s.Enum, ", "))}
+			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s", key, shown(e), strings.Join(s.Enum, ", "))}
 		}
 	}
 	return nil
+}
+
+// shownVal is val (the trimmed value of e) as a message may print it.
+func shownVal(e config.Entry, val string) string {
+	if shown(e) != e.Value {
+		return Redacted
+	}
+	return val
 }
 
 // valueRule builds KD401-KD403, which share one pass over the entries.
@@ -315,8 +323,8 @@ func checkSpringUnknown(p *Pass, e config.Entry) {
 		prefix = "spring.kafka."
 	}
 	rest := strings.TrimPrefix(e.Key, prefix)
-	if rest == e.Key {
-		return // not under spring.kafka: not the producer's business
+	if rest == e.Key || strings.HasPrefix(e.Key, "spring.kafka.jaas.") {
+		return // not under spring.kafka, or the JAAS module's options: not the producer's business
 	}
 	// A producer config written as a typed setting (linger-ms): Spring
 	// has no such typed setting, and the properties map is the way.
@@ -330,7 +338,7 @@ func checkSpringUnknown(p *Pass, e config.Entry) {
 	for _, n := range springTypedNames {
 		cands = append(cands, prefix+n)
 	}
-	if sug := suggest(e.Key, cands); sug != "" {
+	if sug := suggest(e.Key, newNameSet(cands)); sug != "" {
 		p.reportKey(e, 0, fmt.Sprintf("%s is not a Spring Boot Kafka setting: did you mean %s? Spring ignores it", e.RawKey, sug),
 			fmt.Sprintf("Rename it to %s.", sug))
 		return
@@ -367,16 +375,32 @@ func libHint(key string) string {
 	return "Remove it: librdkafka has no such property."
 }
 
+// nameSet is a list of names suggestions are drawn from, with each name's
+// normalized runes computed once (the search compares every unknown key of a
+// file with every name).
+type nameSet struct {
+	names []string
+	norm  [][]rune
+}
+
+func newNameSet(names []string) *nameSet {
+	ns := &nameSet{names: names, norm: make([][]rune, len(names))}
+	for i, n := range names {
+		ns.norm[i] = []rune(normKey(n))
+	}
+	return ns
+}
+
 // javaNames and libNames are the names suggestions are drawn from.
-var javaNames = sync.OnceValue(func() []string {
+var javaNames = sync.OnceValue(func() *nameSet {
 	var out []string
 	for _, s := range JavaSettings() {
 		out = append(out, s.Name)
 	}
-	return out
+	return newNameSet(out)
 })
 
-var libNames = sync.OnceValue(func() []string {
+var libNames = sync.OnceValue(func() *nameSet {
 	var out []string
 	for _, s := range LibrdkafkaSettings() {
 		out = append(out, s.Name)
@@ -387,7 +411,7 @@ var libNames = sync.OnceValue(func() []string {
 		}
 	}
 	sort.Strings(out)
-	return out
+	return newNameSet(out)
 })
 
 // maxDistance is how far a key may be from a catalog name to be suggested:
@@ -404,17 +428,21 @@ func maxDistance(n int) int {
 
 // suggest returns the nearest name within maxDistance, comparing without case
 // and treating '-' and '_' as '.' (Spring and environment-variable spellings).
-func suggest(key string, names []string) string {
+// Among names at the same distance the first in sort order wins.
+func suggest(key string, ns *nameSet) string {
 	k := []rune(normKey(key))
 	limit := maxDistance(len(key))
 	best, bestD := "", limit+1
-	for _, n := range names {
-		nr := []rune(normKey(n))
-		if abs(len(nr)-len(k)) > limit {
+	var sc osaScratch
+	for i, nr := range ns.norm {
+		if abs(len(nr)-len(k)) > min(limit, bestD) {
 			continue // the distance is at least the length difference
 		}
-		d := damerauRunes(k, nr)
-		if d < bestD || (d == bestD && n < best) {
+		// Only a distance below the best so far (or equal, for a name
+		// that sorts first) can change the answer.
+		d := sc.within(k, nr, min(limit, bestD))
+		n := ns.names[i]
+		if d < bestD || (d == bestD && d <= limit && n < best) {
 			best, bestD = n, d
 		}
 	}
@@ -439,32 +467,65 @@ func normKey(s string) string {
 
 // damerau is the optimal-string-alignment Damerau-Levenshtein distance:
 // insertions, deletions, substitutions and transpositions of neighbours.
-func damerau(a, b string) int { return damerauRunes([]rune(a), []rune(b)) }
+func damerau(a, b string) int {
+	var sc osaScratch
+	ra, rb := []rune(a), []rune(b)
+	return sc.within(ra, rb, max(len(ra), len(rb)))
+}
 
-func damerauRunes(a, b []rune) int {
-	// Three rolling rows: the one before the previous is needed for
-	// transpositions.
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+// osaScratch holds the rows of the distance computation, reused across
+// comparisons.
+type osaScratch struct{ prev2, prev, cur []int }
+
+// within returns the optimal-string-alignment distance of a and b when it
+// is at most k, and k+1 otherwise. It fills only the diagonal band of the
+// table where |i-j| <= k (a cell outside it is more than k already), and
+// stops at the first row whose every cell exceeds k: the distance only
+// grows from there. With k at most 3 that is 7 cells a row instead of
+// len(b), and most candidates are rejected within a few rows.
+func (sc *osaScratch) within(a, b []rune, k int) int {
+	if abs(len(a)-len(b)) > k {
+		return k + 1
+	}
+	n := len(b) + 1
+	if cap(sc.cur) < n {
+		sc.prev2, sc.prev, sc.cur = make([]int, n), make([]int, n), make([]int, n)
+	}
+	prev2, prev, cur := sc.prev2[:n], sc.prev[:n], sc.cur[:n]
+	inf := k + 1
 	for j := range prev {
-		prev[j] = j
+		prev[j] = min(j, inf)
+		prev2[j] = inf
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
+		lo, hi := max(1, i-k), min(len(b), i+k)
+		cur[0] = min(i, inf)
+		if lo > 1 {
+			cur[lo-1] = inf
+		}
+		rowMin := cur[0]
+		for j := lo; j <= hi; j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			v := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
+				v = min(v, prev2[j-2]+1)
 			}
+			v = min(v, inf)
+			cur[j] = v
+			rowMin = min(rowMin, v)
+		}
+		if hi < len(b) {
+			cur[hi+1] = inf
+		}
+		if rowMin > k {
+			return inf
 		}
 		prev2, prev, cur = prev, cur, prev2
 	}
-	return prev[len(b)]
+	return min(prev[len(b)], inf)
 }
 
 var kd405 = &Rule{

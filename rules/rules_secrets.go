@@ -75,16 +75,27 @@ var kd502 = &Rule{
 	Dialects: []config.Dialect{config.Java, config.Spring},
 	Check: func(p *Pass) {
 		for _, e := range p.File.Entries {
+			if opt, ok := strings.CutPrefix(e.Key, "spring.kafka.jaas.options."); ok {
+				val := strings.TrimSpace(e.Value)
+				if containsFold(jaasCredentialOptions, opt) && val != "" && !isReference(val) {
+					p.reportValue(e, 0, fmt.Sprintf("%s: the %s option of the JAAS login module Spring installs holds a secret in clear (value hidden)", e.RawKey, opt), "")
+				}
+				continue
+			}
 			if e.Key != "sasl.jaas.config" {
 				continue
 			}
-			for _, m := range jaasOptionRE().FindAllStringSubmatch(e.Value, -1) {
-				opt := m[1]
+			_, opts, _ := parseJAAS(e.Value)
+			for _, o := range opts {
+				opt := o.name
 				if !containsFold(jaasCredentialOptions, opt) {
 					continue
 				}
-				val := strings.Trim(m[2], `"`)
-				if val == "" || strings.HasPrefix(val, "${") {
+				// Quoted or not, single or double quotes (JaasConfig's
+				// StreamTokenizer treats both alike), a reference is not
+				// a secret in clear.
+				val := strings.TrimSpace(o.value)
+				if val == "" || isReference(val) {
 					continue
 				}
 				p.reportValue(e, 0, fmt.Sprintf("%s: the %s option holds a secret in clear (value hidden)", name(e), opt), "")

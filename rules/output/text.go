@@ -15,7 +15,9 @@ import (
 //	app.properties:12:1: warning KD101 connections.max.idle.ms is -1: ...
 //	    fix: set connections.max.idle.ms to 540000
 //
-// and ends with a summary line: "3 findings (1 error, 2 warnings) in 2
+// Text from the file (paths, keys and values quoted in messages) goes
+// through Printable, so a finding stays on its line and no escape sequence
+// from a file reaches the terminal. The output ends with a summary line: "3 findings (1 error, 2 warnings) in 2
 // files", or "no findings in 5 files". Like golangci-lint, the findings and
 // the summary are the command's result and go to w (standard output); only
 // diagnostics about the run itself (an unreadable file) go to standard error.
@@ -24,7 +26,7 @@ func WriteText(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, met
 	fs := prepare(findings)
 	byID := index(catalog)
 	for _, f := range fs {
-		fmt.Fprintf(bw, "%s: %s %s %s\n", position(f), f.Severity, f.RuleID, oneLine(f.Message))
+		fmt.Fprintf(bw, "%s: %s %s %s\n", Printable(position(f)), f.Severity, Printable(f.RuleID), Printable(f.Message))
 		fix := f.Fix
 		if fix == "" {
 			if r := byID[f.RuleID]; r != nil {
@@ -32,7 +34,7 @@ func WriteText(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, met
 			}
 		}
 		if fix != "" {
-			fmt.Fprintf(bw, "    fix: %s\n", oneLine(fix))
+			fmt.Fprintf(bw, "    fix: %s\n", Printable(fix))
 		}
 	}
 	fmt.Fprintln(bw, SummaryLine(Summarize(fs, meta.Files)))
@@ -49,16 +51,6 @@ func position(f rules.Finding) string {
 		return fmt.Sprintf("%s:%d", f.Path, f.Pos.Line)
 	}
 	return fmt.Sprintf("%s:%d:%d", f.Path, f.Pos.Line, f.Pos.Col)
-}
-
-// oneLine keeps a finding on its line: a value with a newline in it (a YAML
-// block scalar, a continued properties value) must not start a line that
-// looks like another finding.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\r`).Replace(s)
 }
 
 // SummaryLine renders a summary for people: "3 findings (1 error, 2

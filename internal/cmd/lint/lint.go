@@ -26,7 +26,8 @@ import (
 // LintOptions are kdiag lint's parsed flags and dependencies.
 type LintOptions struct {
 	IO *cmdutil.IOStreams
-	// ReadFile reads an input; os.ReadFile unless a test makes one fail.
+	// ReadFile reads an input: readRegular, which refuses what is not a
+	// regular file without blocking on it, unless a test makes one fail.
 	ReadFile func(name string) ([]byte, error)
 	// ToolVersion is written into json and sarif output.
 	ToolVersion string
@@ -62,7 +63,7 @@ var skipDirs = map[string]bool{"vendor": true, "node_modules": true}
 // NewCmdLint returns `kdiag lint`. runF, when set, receives the parsed
 // options instead of running (flag tests).
 func NewCmdLint(f *cmdutil.Factory, runF func(*LintOptions) error) *cobra.Command {
-	opts := &LintOptions{IO: f.IO, ReadFile: os.ReadFile, ToolVersion: toolVersion()}
+	opts := &LintOptions{IO: f.IO, ReadFile: readRegular, ToolVersion: toolVersion()}
 	def := rules.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "lint [flags] FILE|DIR|- ...",
@@ -179,14 +180,17 @@ func runLint(opts *LintOptions) error {
 	)
 	report := func(path string, err error) {
 		problems = append(problems, output.Problem{Path: path, Message: cause(err).Error()})
-		fmt.Fprintf(opts.IO.ErrOut, "lint: %s: %v\n", path, cause(err))
+		fmt.Fprintf(opts.IO.ErrOut, "kdiag: lint: %s: %s\n", output.Printable(path), output.Printable(cause(err).Error()))
+	}
+	note := func(path, msg string) {
+		fmt.Fprintf(opts.IO.ErrOut, "kdiag: lint: %s: %s\n", output.Printable(path), msg)
 	}
 	for _, arg := range opts.Args {
 		if arg == "-" {
 			inputs = append(inputs, input{name: opts.StdinName, stdin: true})
 			continue
 		}
-		st, err := os.Stat(arg)
+		st, err := statInput(arg)
 		if err != nil {
 			report(arg, err)
 			continue
@@ -195,9 +199,9 @@ func runLint(opts *LintOptions) error {
 			inputs = append(inputs, input{name: arg})
 			continue
 		}
-		found := walk(arg, report)
+		found := walk(arg, report, note)
 		if len(found) == 0 {
-			fmt.Fprintf(opts.IO.ErrOut, "lint: %s: no configuration files (%s) found\n", arg, "*"+strings.Join(configExts, ", *"))
+			note(arg, fmt.Sprintf("no configuration files (%s) found", "*"+strings.Join(configExts, ", *")))
 		}
 		for _, p := range found {
 			inputs = append(inputs, input{name: p})
@@ -249,6 +253,13 @@ func runLint(opts *LintOptions) error {
 		findings = kept
 	}
 
+	if len(files) == 0 && len(problems) > 0 && opts.Format == "text" {
+		// Nothing could be read: every input has been reported on
+		// standard error, and "no findings in 0 files" would read as a
+		// pass. (json and sarif still write their document, which lists
+		// the problems, for CI artifacts.)
+		return cmdutil.Exit(cmdutil.ExitUsage)
+	}
 	meta := output.Meta{ToolVersion: opts.ToolVersion, Files: len(files), Problems: problems}
 	if wd, err := os.Getwd(); err == nil {
 		meta.BaseDir = wd
@@ -318,9 +329,12 @@ func ignoreSet(ids []string) (map[string]bool, error) {
 	return set, nil
 }
 
-// walk returns the configuration files under root, sorted, reporting (and
-// going past) what it cannot read.
-func walk(root string, report func(string, error)) []string {
+// walk returns the regular configuration files under root, sorted,
+// reporting (and going past) what it cannot read. A configuration name that
+// is not a regular file (a FIFO, a socket, a device) is skipped with a note:
+// reading a FIFO would block until something writes to it. A symbolic link
+// counts as what it points to.
+func walk(root string, report func(string, error), note func(path, msg string)) []string {
 	var out []string
 	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -337,9 +351,23 @@ func walk(root string, report func(string, error)) []string {
 			}
 			return nil
 		}
-		if isConfigName(name) {
-			out = append(out, path)
+		if !isConfigName(name) {
+			return nil
 		}
+		mode := d.Type()
+		if mode&fs.ModeSymlink != 0 {
+			st, err := os.Stat(path)
+			if err != nil {
+				report(path, err)
+				return nil
+			}
+			mode = st.Mode()
+		}
+		if !mode.IsRegular() {
+			note(path, "skipped: "+describeMode(mode)+", not a regular file")
+			return nil
+		}
+		out = append(out, path)
 		return nil
 	})
 	sort.Strings(out)

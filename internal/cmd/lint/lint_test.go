@@ -27,7 +27,7 @@ func run(t *testing.T, stdin string, set func(*LintOptions), args ...string) (co
 	in.WriteString(stdin)
 	def := rules.DefaultOptions()
 	opts := &LintOptions{
-		IO: ios, ReadFile: os.ReadFile, ToolVersion: "v0.0.0-test",
+		IO: ios, ReadFile: readRegular, ToolVersion: "v0.0.0-test",
 		Args: args, StdinName: "<stdin>", KafkaVersion: def.KafkaVersion,
 		BrokerIdleMS: def.BrokerIdleMS, FailOn: "warning", Format: "text",
 	}
@@ -168,7 +168,8 @@ func paths(t *testing.T, out string) []string {
 }
 
 func TestDirectoryWalk(t *testing.T) {
-	got := walk(td("tree"), func(p string, err error) { t.Errorf("walk reported %s: %v", p, err) })
+	got := walk(td("tree"), func(p string, err error) { t.Errorf("walk reported %s: %v", p, err) },
+		func(p, msg string) { t.Errorf("walk noted %s: %s", p, msg) })
 	for i := range got {
 		got[i] = filepath.ToSlash(got[i])
 	}
@@ -431,5 +432,47 @@ func TestHelp(t *testing.T) {
 	// The -o help is built from the writers' map.
 	if u := cmd.Flags().Lookup("output").Usage; !strings.Contains(u, "json|sarif|text") {
 		t.Errorf("-o usage %q", u)
+	}
+}
+
+// TestSecretsCorpus lints testdata/secrets (issue 15's secret defects: keys
+// misspelt from a password key, a secret that is a substring of its key, a
+// JAAS value with an escaped quote, secret-named keys, librdkafka's
+// sasl.pasword, Spring's spring.kafka.jaas.options.password) in every output
+// format: no piece of any secret may appear, each secret is reported, and
+// the messages are not garbled by masking.
+func TestSecretsCorpus(t *testing.T) {
+	secrets := []string{"Typo7Secret", "Typo8Secret", "RdTypo9Secret", "Tok3nValue99", "CredValue42",
+		"SpringJaasPw1", "Esc", "aped", "APw", "alice"}
+	wants := []string{
+		"java.properties:5:1: warning KD404 ssl.key.pasword is not a producer config: did you mean ssl.key.password?",
+		"java.properties:6:1: warning KD404 ssl.truststore.pasword is not a producer config: did you mean ssl.truststore.password?",
+		"java.properties:8:18: error KD501 ssl.key.password holds a secret in clear (value hidden)",
+		"java.properties:10:18: error KD502 sasl.jaas.config: the password option holds a secret in clear (value hidden)",
+		"rdkafka.conf:5:1: warning KD404 sasl.pasword is not a librdkafka property kdiag knows: did you mean sasl.password?",
+		"application.yml:9:19: error KD502 spring.kafka.jaas.options.password: the password option of the JAAS login module Spring installs holds a secret in clear (value hidden)",
+	}
+	for _, format := range []string{"text", "json", "sarif"} {
+		t.Run(format, func(t *testing.T) {
+			_, out, errOut := run(t, "", func(o *LintOptions) { o.Format = format }, td("secrets"))
+			for _, s := range secrets {
+				if strings.Contains(out+errOut, s) {
+					t.Errorf("%s output shows %q", format, s)
+				}
+			}
+			if strings.Contains(out, "******word") || strings.Contains(out, "ssl.key.******") {
+				t.Errorf("%s output masks inside a key name", format)
+			}
+			for _, w := range wants {
+				if format != "text" {
+					// json and sarif carry the message; the position is
+					// in fields of its own.
+					w = w[strings.Index(w, " KD")+7:]
+				}
+				if !strings.Contains(out, w) {
+					t.Errorf("%s output lacks %q:\n%s", format, w, out)
+				}
+			}
+		})
 	}
 }

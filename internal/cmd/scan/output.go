@@ -54,7 +54,7 @@ func writeTable(w io.Writer, snap *netstat.Snapshot, v view) error {
 
 	header := []string{"PID", "PROCESS", "USER", "NAMESPACE"}
 	for _, st := range states {
-		header = append(header, strings.ToUpper(st.Flag()))
+		header = append(header, stateColumn(st))
 	}
 	header = append(header, "OLDEST CLOSE-WAIT", "TOP REMOTES", "KAFKA")
 	var rows [][]string
@@ -77,6 +77,25 @@ func writeTable(w io.Writer, snap *netstat.Snapshot, v view) error {
 		return err
 	}
 	return renderTable(w, header, rows)
+}
+
+// stateColumn is the table's column title for a state: CLOSE sockets are
+// the fds of TCP sockets the kernel dropped (see netstat.Close), held by the
+// process.
+func stateColumn(st netstat.State) string {
+	if st == netstat.Close {
+		return "HELD-CLOSE"
+	}
+	return strings.ToUpper(st.Flag())
+}
+
+// endpoint writes an address, "-" when unknown (a held CLOSE socket a
+// one-shot scan never saw connected).
+func endpoint(ap netip.AddrPort) string {
+	if !ap.IsValid() {
+		return "-"
+	}
+	return ap.String()
 }
 
 // procTally is what a table row says of one process's sockets, counted in
@@ -178,7 +197,7 @@ func writeWide(w io.Writer, snap *netstat.Snapshot, v view) error {
 		if s.HasAge {
 			age = human.Age(s.Age)
 		}
-		r[0], r[1], r[2] = s.State.String(), s.Local.String(), s.Remote.String()
+		r[0], r[1], r[2] = s.State.String(), endpoint(s.Local), endpoint(s.Remote)
 		r[3], r[4] = strconv.FormatUint(uint64(s.RecvQ), 10), strconv.FormatUint(uint64(s.SendQ), 10)
 		r[5], r[6], r[7], r[8], r[9] = age, pid, fd, name, namespace(containers[s.PID], s.NetNS, v.hostNS)
 	})
@@ -366,6 +385,14 @@ func writeJSON(w io.Writer, snap *netstat.Snapshot, _ view) error {
 	if len(snap.Notes) > 0 {
 		bw.WriteString(`,"notes":`)
 		b, err := json.Marshal(snap.Notes)
+		if err != nil {
+			return err
+		}
+		bw.Write(b)
+	}
+	if snap.Unseen != nil {
+		bw.WriteString(`,"unseen":`)
+		b, err := json.Marshal(snap.Unseen)
 		if err != nil {
 			return err
 		}

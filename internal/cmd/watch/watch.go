@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/atomicfile"
 	"net"
 	"net/http"
 	"net/netip"
@@ -280,6 +281,16 @@ func runWatch(o *WatchOptions) error {
 		defer cancel()
 	}
 
+	if o.Textfile != "" {
+		// A kdiag killed mid-write leaves its temporary file behind.
+		note, err := metrics.CleanTextfileDir(o.Textfile)
+		if note != "" {
+			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: %s\n", note)
+		}
+		if err != nil {
+			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: --textfile: cleaning up: %v\n", err)
+		}
+	}
 	aopts := analyzerOptions(o.Query, o.Window, o.StuckAge)
 	aopts.Identify = o.Identify
 	tracker := analyzer.NewTracker(aopts)
@@ -297,6 +308,9 @@ func runWatch(o *WatchOptions) error {
 		ln, err := net.Listen("tcp", o.Listen)
 		if err != nil {
 			return cmdutil.UsageErrorf("--listen: %v", err)
+		}
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: warning: --listen %s serves pids, process names and remote endpoints, without authentication, to anyone who can reach %s; use 127.0.0.1 unless you mean it (a DaemonSet behind a NetworkPolicy)\n", o.Listen, a)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metrics.Handler(col))
@@ -378,11 +392,19 @@ loop:
 	if err := report.Text(o.IO.Out, a); err != nil {
 		return err
 	}
+	if err := report.TextNotes(o.IO.ErrOut, "kdiag watch: ", a); err != nil {
+		return err
+	}
 	if o.Report != "" {
 		if err := writeReport(o.Report, "kdiag watch", a, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.IO.ErrOut, "kdiag watch: report written to %s\n", o.Report)
+	}
+	if a.Unseen != nil {
+		// What could not be seen could hide a leak: the findings above
+		// are not the whole truth (UnseenLine said why).
+		return cmdutil.Exit(cmdutil.ExitUnknown)
 	}
 	return nil
 }
@@ -398,22 +420,12 @@ func writeReport(path, origin string, a *analyzer.Analysis, notes []string) erro
 	if err := report.Formats[format](&buf, report.Input{Origin: origin, Analysis: a, Notes: notes}); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	// 0600 (less the umask), or the mode of the report it replaces: it
+	// holds command lines, process names and endpoints.
+	if err := atomicfile.Write(path, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // liveView draws one scan: on a terminal a table redrawn in place, else one

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/netip"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -495,5 +497,88 @@ func TestPlainLineSaysServed(t *testing.T) {
 	s.Unchanged = true
 	if l := plainLine(s, &analyzer.Analysis{}, 20*time.Microsecond); !strings.HasSuffix(l, " scan=served") {
 		t.Errorf("served: %q", l)
+	}
+}
+
+// TestUnseenIsUnknown: a watch whose scans could not attribute CLOSE_WAIT
+// sockets says so before its findings and exits 3 (UNKNOWN), and its notes
+// go to stderr, not among the findings on stdout.
+func TestUnseenIsUnknown(t *testing.T) {
+	ios, _, out, errOut := cmdutil.Test()
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	n := 0
+	o := &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 3, Quiet: true,
+		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			n++
+			return &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink",
+				Sockets: []netstat.Socket{{State: netstat.CloseWait, Inode: 9, FD: -1}},
+				Notes:   []string{"1 socket unattributed: the fds of pid 1 (init) could not be read (permission denied)"},
+				Unseen:  &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1}, Reason: "the fds of pid 1 (init) could not be read (permission denied)"},
+			}, nil
+		}}
+	err := runWatch(o)
+	if code := cmdutil.ExitCode(err); code != cmdutil.ExitUnknown {
+		t.Errorf("exit %d, want %d", code, cmdutil.ExitUnknown)
+	}
+	want := "UNKNOWN: in 3 of 3 samples up to 1 CLOSE_WAIT socket could not be attributed (the fds of pid 1 (init) could not be read (permission denied))"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("stdout lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out.String(), "note:") {
+		t.Errorf("notes on stdout:\n%s", out)
+	}
+	if !strings.Contains(errOut.String(), "kdiag watch: note: 1 socket unattributed") {
+		t.Errorf("stderr lacks the note:\n%s", errOut)
+	}
+}
+
+// TestOutputsAreNotExposed: a report and a recording hold command lines, so
+// they are created 0600 (through the umask); a listener beyond loopback is
+// warned of; and the temporary file a killed watch left in --textfile's
+// directory is removed at start.
+func TestOutputsAreNotExposed(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	// What a kdiag killed between create and rename left: a pid that is gone.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip(err)
+	}
+	leftover := filepath.Join(dir, fmt.Sprintf(".kdiag.prom.%d.1.tmp", dead.Process.Pid))
+	if err := os.WriteFile(leftover, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, errOut := cmdutil.Test()
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	n := 0
+	o := &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 2, Quiet: true,
+		Record: filepath.Join(dir, "rec.jsonl"), Report: filepath.Join(dir, "r.md"), Textfile: dir,
+		// All interfaces, bound for the two scans of this test only.
+		Listen: "0.0.0.0:0",
+		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			n++
+			return &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink"}, nil
+		}}
+	if err := runWatch(o); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{o.Record, o.Report} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %o, want 600", filepath.Base(p), st.Mode().Perm())
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, metrics.TextfileName)); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("textfile: %v, want mode 644 (node_exporter reads it)", err)
+	}
+	if _, err := os.Stat(leftover); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the killed watch's temporary file is still there (%v)", err)
+	}
+	if !strings.Contains(errOut.String(), "warning: --listen 0.0.0.0:0 serves pids, process names and remote endpoints, without authentication") {
+		t.Errorf("no warning for a listener beyond loopback:\n%s", errOut)
 	}
 }

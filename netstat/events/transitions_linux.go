@@ -21,8 +21,12 @@ import (
 const RingSize = 1 << 20
 
 // RingCapacity is how many transition records the ring holds: each takes
-// its 72 bytes and the ring's 8-byte header.
+// its 80 bytes and the ring's 8-byte header.
 const RingCapacity = RingSize / (recSize + 8)
+
+// ringSize is RingSize but for tests, which overflow a smaller ring (a
+// power of 2 and a multiple of the page size, as the kernel requires).
+var ringSize uint32 = RingSize
 
 // openTransitions makes what the program needs to record transitions: the
 // ring buffer and its reader, the drop counter, the clock, and the offset
@@ -33,7 +37,7 @@ func (c *Counter) openTransitions() error {
 	c.ring, err = newMap(&ebpf.MapSpec{
 		Name:       "kdiag_tcp_trans",
 		Type:       ebpf.RingBuf,
-		MaxEntries: RingSize,
+		MaxEntries: ringSize,
 	})
 	if err != nil {
 		return unavailable("create the transitions' ring buffer (BPF_MAP_TYPE_RINGBUF, Linux 5.8)", err)
@@ -122,7 +126,7 @@ func (c *Counter) Transitions() ([]Transition, error) {
 		rec  ringbuf.Record
 		errs []error
 	)
-	for range RingCapacity {
+	for range c.reader.BufferSize() / (recSize + 8) {
 		err := c.reader.ReadInto(&rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			break

@@ -486,8 +486,11 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		if n := len(ps.counts); n > 0 {
 			p.Last = ps.counts[n-1]
 		}
-		p.CloseWait = t.fit(ps.counts, ps.first, Counts.Leaked, time.Time{}, t.opts)
+		p.CloseWait = stepOf(t.fit(ps.counts, ps.first, Counts.Leaked, time.Time{}, t.opts), t.window(ps.counts, ps.first, time.Time{}))
 		p.CloseWaitRecent = t.fitRecent(ps.counts, ps.first, a.End)
+		if p.CloseWait.Verdict == Step && p.CloseWaitRecent.Verdict == Growing {
+			p.CloseWaitRecent.Verdict = Step // the same rise, seen through the recent part of the window
+		}
 		p.Established = t.fit(ps.counts, ps.first, established, time.Time{}, t.opts)
 		for rk, rs := range ps.remotes {
 			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
@@ -581,6 +584,69 @@ func (t *Tracker) fitRecent(c []Counts, first int, end time.Time) Trend {
 	o := t.opts
 	o.MinDuration = min(o.MinDuration, o.Recent/2)
 	return t.fit(c, first, Counts.Leaked, end.Add(-o.Recent), o)
+}
+
+// window returns the counts (from absolute sample first) at or after from
+// that are still in the tracker's window.
+func (t *Tracker) window(c []Counts, first int, from time.Time) []Counts {
+	off := first - t.base
+	var out []Counts
+	for i := range c {
+		j := off + i
+		if j < 0 || j >= len(t.times) || t.times[j].Before(from) {
+			continue
+		}
+		out = append(out, c[i])
+	}
+	return out
+}
+
+// stepOf turns a Growing CLOSE_WAIT trend into Step when the rise is
+// bounded, by either of two signs:
+//   - the rise is no more than the ESTABLISHED connections the process had
+//     before it began: the broker closed connections it had, and it holds
+//     what it had (5 closed at once, a sixth later, of 6 connections);
+//   - the rise came at once and held: every change within two consecutive
+//     sample intervals, all upward, none in the window's first or last
+//     interval (the count may have been moving before it or go on after).
+//
+// Growth is what is left: more CLOSE_WAIT than connections it had, arriving
+// over time: new connections made and never closed.
+func stepOf(tr Trend, counts []Counts) Trend {
+	if tr.Verdict != Growing || len(counts) < 3 {
+		return tr
+	}
+	base := counts[0].Leaked()
+	estBefore, top := 0, base
+	rising := false
+	first, last := -1, -1
+	for i, c := range counts {
+		l := c.Leaked()
+		if !rising && l > base {
+			rising = true
+		}
+		if !rising {
+			estBefore = max(estBefore, c.Get(netstat.Established))
+		}
+		top = max(top, l)
+		if i > 0 {
+			switch d := l - counts[i-1].Leaked(); {
+			case d < 0:
+				first = -2 // a fall: not a single rise
+			case d > 0 && first != -2:
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+	}
+	bounded := top-base <= estBefore
+	jump := first > 1 && last-first <= 1 && last < len(counts)-1
+	if bounded || jump {
+		tr.Verdict = Step
+	}
+	return tr
 }
 
 // established counts a sample's ESTABLISHED sockets.

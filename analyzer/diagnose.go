@@ -321,12 +321,17 @@ func instancesFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
 
 // heldClosedFinding reports TCP sockets the process holds in state CLOSE.
 func heldClosedFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
-	if ev.HeldClosed <= 0 {
+	held := ev.HeldClosed
+	if held < 0 {
+		// watch and the reports: the held CLOSE sockets the scans listed.
+		held = p.Last.Get(netstat.Close)
+	}
+	if held <= 0 {
 		return Finding{}, false
 	}
 	f := Finding{Severity: Warning, Kind: KindHeldClosed, Process: p.Key, Name: p.Name()}
 	f.Summary = fmt.Sprintf("%s held open by %s (%s) in state CLOSE: in no kernel table (ss and /proc/net/tcp do not list them), still open in the process",
-		human.Plural(ev.HeldClosed, "TCP socket"), p.Name(), p.Key)
+		human.Plural(held, "TCP socket"), p.Name(), p.Key)
 	f.Details = []string{processLine(p)}
 	if line := clientLine(ev.Client); line != "" {
 		f.Details = append(f.Details, line)

@@ -94,6 +94,9 @@ func findV6Offset() (int16, error) {
 		if err == nil {
 			err = unix.Connect(cl, &unix.SockaddrInet6{Port: int(lport), Addr: mapped.As16()})
 		}
+		// Reset rather than close: neither end then passes through
+		// CLOSE_WAIT or lingers in FIN_WAIT_2, for this or any program.
+		unix.SetsockoptLinger(cl, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1})
 		defer unix.Close(cl)
 	}
 	l.Close()

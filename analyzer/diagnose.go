@@ -152,12 +152,11 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) 
 	tr := p.CloseWait
 	f := Finding{Process: p.Key, Name: p.Name()}
 	oldest, hasOld := p.OldestCloseWait()
-	shape := CloseWaitShape(p, opts)
 	switch {
-	case tr.Verdict == Growing && shape == ShapeStep:
+	case tr.Verdict == Step:
 		f.Severity, f.Kind = Warning, KindStep
-		f.Summary = fmt.Sprintf("CLOSE_WAIT step in %s (%s): %d → %d sockets at once, then holding (%s over %s): the broker closed idle connections together, not a leak",
-			p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), verdictWord(p.CloseWaitRecent.Verdict))
+		f.Summary = fmt.Sprintf("CLOSE_WAIT step in %s (%s): %d → %d sockets over %s, then holding: the broker closed %s the client had, and it has not closed them; a bounded step, not a leak",
+			p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), human.Plural(tr.Max-tr.First, "idle connection"))
 	case tr.Verdict == Growing:
 		f.Severity, f.Kind = Critical, KindLeak
 		f.Summary = fmt.Sprintf("CLOSE_WAIT leak in %s (%s): %d → %d sockets in %s, %s",
@@ -216,49 +215,13 @@ const (
 	KindThreadBlocked = "network-thread-blocked"
 )
 
-// Shapes of a CLOSE_WAIT series, CloseWaitShape's values: the trend
-// verdicts, and a step.
-const (
-	ShapeStep = "step"
-)
+// ShapeStep is CloseWaitShape's word for a bounded step (Step's name).
+var ShapeStep = Step.String()
 
 // CloseWaitShape says what the process's CLOSE_WAIT count did over the
-// window: "step" when every change came within two consecutive sample
-// intervals, all the same way, and the count held before and after (the
-// broker closing several idle connections at once; a fitted slope would
-// call that growth), else the trend verdict (too-short, steady, growing,
-// draining). It needs the series' Points (Tracker.Analysis).
+// window: its verdict's name, "step" included (see Step and stepOf).
 func CloseWaitShape(p *ProcessSeries, opts Options) string {
-	opts = opts.withDefaults()
-	v := p.CloseWait.Verdict
-	if v == TooShort || len(p.Points) < opts.MinSamples {
-		return v.String()
-	}
-	first, last, sign := -1, -1, 0
-	for i := 1; i < len(p.Points); i++ {
-		d := p.Points[i].Counts.Get(netstat.CloseWait) - p.Points[i-1].Counts.Get(netstat.CloseWait)
-		if d == 0 {
-			continue
-		}
-		s := 1
-		if d < 0 {
-			s = -1
-		}
-		if sign != 0 && s != sign {
-			return v.String()
-		}
-		sign = s
-		if first < 0 {
-			first = i
-		}
-		last = i
-	}
-	// A change in the first or last interval is the edge of the window:
-	// the count may have been moving before it or go on after.
-	if first < 0 || last-first > 1 || first == 1 || last == len(p.Points)-1 {
-		return v.String()
-	}
-	return ShapeStep
+	return p.CloseWait.Verdict.String()
 }
 
 // clientLine names the client library and its evidence.
@@ -741,6 +704,8 @@ func eofNotClosed(recvQ string) Cause {
 
 func verdictWord(v Verdict) string {
 	switch v {
+	case Step:
+		return "a step, then holding"
 	case Growing:
 		return "growing"
 	case Draining:

@@ -263,6 +263,7 @@ type attrSeen struct {
 	fd      int32
 	cached  bool // a verified cache entry, not a walk
 	matched bool
+	proto   uint8 // heldTCP: the socket's Family
 }
 
 // attribute finds the holders of want's inodes among pids; want maps an

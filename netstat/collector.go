@@ -93,6 +93,7 @@ type packedSocket struct {
 	inode, netns       uint64
 	age                time.Duration
 	recvQ, sendQ, uid  uint32
+	ageSpan            uint32
 	pid, fd            int32
 	localPort, remPort uint16
 	family, state      uint8
@@ -110,7 +111,7 @@ const (
 func pack(s *Socket) packedSocket {
 	p := packedSocket{
 		inode: s.Inode, netns: s.NetNS, age: s.Age,
-		recvQ: s.RecvQ, sendQ: s.SendQ, uid: s.UID,
+		recvQ: s.RecvQ, sendQ: s.SendQ, uid: s.UID, ageSpan: s.AgeSpan,
 		pid: int32(s.PID), fd: int32(s.FD),
 		localPort: s.Local.Port(), remPort: s.Remote.Port(),
 		family: uint8(s.Family), state: uint8(s.State),
@@ -152,7 +153,7 @@ func (p *packedSocket) unpack() Socket {
 	s := Socket{
 		Family: Family(p.family), State: State(p.state),
 		RecvQ: p.recvQ, SendQ: p.sendQ, Inode: p.inode, UID: p.uid,
-		Age: p.age, HasAge: p.flags&packedHasAge != 0,
+		Age: p.age, HasAge: p.flags&packedHasAge != 0, AgeSpan: p.ageSpan,
 		NetNS: p.netns, PID: int(p.pid), FD: int(p.fd),
 	}
 	s.Local = netip.AddrPortFrom(unpackAddr(&p.local, p.flags, packedLocal4, packedLocal6), p.localPort)

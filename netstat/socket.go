@@ -193,15 +193,30 @@ type Socket struct {
 	// ("socket:[12345]"). 0 for sockets no longer owned by a file (TIME_WAIT).
 	Inode uint64 `json:"inode"`
 	UID   uint32 `json:"uid"`
-	// Age is, when HasAge is true, tcp_info's time since data or an ACK was
-	// last received (min of tcpi_last_data_recv and tcpi_last_ack_recv). For a
-	// CLOSE_WAIT socket nothing arrives after the peer's FIN, so it is how long
-	// ago the FIN came: the socket's age in CLOSE_WAIT. /proc/net/tcp has no
-	// such field, so sockets from the fallback have HasAge false. A repeated
-	// scan (Scanner without NoCache) asks tcp_info only every
-	// Scanner.InfoEvery and only for CLOSE_WAIT: in between, a CLOSE_WAIT
-	// socket's Age is carried forward from the last such scan, and other
-	// states have HasAge false.
+	// AgeSpan, when HasAge, says how exact Age is: 0, exact; else the age
+	// lies between Age and Age+AgeSpan, in milliseconds (see Age). It sits
+	// in UID's padding: the Socket stays 128 bytes.
+	AgeSpan uint32 `json:"-"`
+	// Age is, when HasAge is true, how long ago the socket last received,
+	// from tcp_info. For a CLOSE_WAIT socket it is how long ago the peer's
+	// FIN came, as exactly as the kernel tells: the FIN updates
+	// tcpi_last_ack_recv (it carries an ACK) but not tcpi_last_data_recv,
+	// and any ACK after it (a keepalive probe's answer, or one for data
+	// sent after the FIN) updates the first again. So Age is
+	// tcpi_last_ack_recv, exact (AgeSpan 0) when no ACK can have come
+	// after the FIN: nothing was sent since the peer's last data, and
+	// either no keepalive timer is armed (idiag_timer 0) or the last data
+	// came less than a keepalive period ago (tcpi_last_data_recv below
+	// tcpi_last_ack_recv + idiag_expires, which is at most the period: the
+	// first probe goes a period after the last thing received). Otherwise
+	// the FIN came between Age and tcpi_last_data_recv ago (AgeSpan is the
+	// difference): no later than the last ACK, no earlier than the last
+	// data. Other states' Age is the time since anything was received, and
+	// AgeSpan 0. /proc/net/tcp has no such field, so sockets from the
+	// fallback have HasAge false. A repeated scan (Scanner without NoCache)
+	// asks tcp_info only every Scanner.InfoEvery and only for CLOSE_WAIT: in
+	// between, a CLOSE_WAIT socket's Age is carried forward from the last
+	// such scan (and narrowed by each), and other states have HasAge false.
 	Age time.Duration `json:"-"`
 	// NetNS is the inode of the network namespace the socket lives in
 	// (/proc/<pid>/ns/net), 0 when unknown.
@@ -212,20 +227,33 @@ type Socket struct {
 	FD  int `json:"fd"`
 }
 
-// socketJSON adds age_ms, present only when the age is known.
+// socketJSON adds age_ms, present only when the age is known exactly, and
+// age_min_ms and age_max_ms, present only when it is known between them.
 type socketJSON struct {
 	socketAlias
-	AgeMS *int64 `json:"age_ms"`
+	AgeMS    *int64 `json:"age_ms"`
+	AgeMinMS *int64 `json:"age_min_ms,omitempty"`
+	AgeMaxMS *int64 `json:"age_max_ms,omitempty"`
 }
+
+// AgeMax is the most the socket's age can be: Age plus AgeSpan.
+func (s *Socket) AgeMax() time.Duration { return s.Age + time.Duration(s.AgeSpan)*time.Millisecond }
+
+// AgeExact reports whether the age is known and exact.
+func (s *Socket) AgeExact() bool { return s.HasAge && s.AgeSpan == 0 }
 
 type socketAlias Socket
 
 // MarshalJSON writes the socket with age_ms (null when unknown).
 func (s Socket) MarshalJSON() ([]byte, error) {
 	j := socketJSON{socketAlias: socketAlias(s)}
-	if s.HasAge {
+	switch {
+	case s.AgeExact():
 		ms := s.Age.Milliseconds()
 		j.AgeMS = &ms
+	case s.HasAge:
+		lo, hi := s.Age.Milliseconds(), s.AgeMax().Milliseconds()
+		j.AgeMinMS, j.AgeMaxMS = &lo, &hi
 	}
 	return json.Marshal(j)
 }
@@ -237,8 +265,12 @@ func (s *Socket) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Socket(j.socketAlias)
-	if j.AgeMS != nil {
+	switch {
+	case j.AgeMS != nil:
 		s.Age, s.HasAge = time.Duration(*j.AgeMS)*time.Millisecond, true
+	case j.AgeMinMS != nil && j.AgeMaxMS != nil && *j.AgeMaxMS >= *j.AgeMinMS:
+		s.Age, s.HasAge = time.Duration(*j.AgeMinMS)*time.Millisecond, true
+		s.AgeSpan = uint32(min(*j.AgeMaxMS-*j.AgeMinMS, 1<<32-1))
 	}
 	return nil
 }

@@ -157,6 +157,57 @@ func TestBlockedCallbackStallsClose(t *testing.T) {
 	waitFor(t, "no CLOSE_WAIT", func() bool { return countState(clientSockets(t, c), netstat.CloseWait) == 0 })
 }
 
+// TestFINsReadDuringAStallAreHandledFirst: when a blocked callback returns,
+// the FINs its connections got meanwhile are handled before the idle
+// expiry that has come due in the same time, as Java's Selector handles
+// ready channels before closing idle ones: they count as the broker's
+// closes.
+func TestFINsReadDuringAStallAreHandledFirst(t *testing.T) {
+	c, broker := newClosingCluster(t, 1, kfake.SeedTopics(1, "t"))
+	p, logs := newProducer(t, c, map[string]string{"connections.max.idle.ms": "100", KeyReader: "poll"})
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	if err := p.Send(context.Background(), Record{Topic: "t", Value: []byte("slow")}, func(RecordMetadata, error) {
+		close(entered)
+		<-release
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	waitReady(t, logs, -1, 0)
+	// The network goroutine is blocked: these counts hold until release.
+	// (The bootstrap connection may have been idle-closed before the
+	// callback began; what is open now is what the broker closes.)
+	before := p.Stats()
+	open := int(before.ConnectionsOpen)
+	broker.idleClose()
+	waitFor(t, "the open connections in CLOSE_WAIT", func() bool { return countState(clientSockets(t, c), netstat.CloseWait) == open })
+	stalled := []int{0} // the produce went to broker 0
+	if open == 2 {
+		stalled = append(stalled, -1)
+	}
+	// The client's idle deadline passes too while the callback blocks.
+	time.Sleep(200 * time.Millisecond)
+	from := len(logs.lines())
+	close(release)
+	waitFor(t, "the FINs handled", func() bool { return p.Stats().PeerCloses >= before.PeerCloses+int64(open) })
+	// Each stalled connection's first close after the release is the
+	// peer's. (Later ones are of the connections the producer opens again
+	// and closes when idle.)
+	lines := logs.lines()[from:]
+	for _, id := range stalled {
+		for _, l := range lines {
+			if strings.HasPrefix(l, fmt.Sprintf("Idle connection to node %d disconnected.", id)) {
+				t.Errorf("node %d: idle close before the FIN it had read: %s", id, l)
+				break
+			}
+			if strings.Contains(l, fmt.Sprintf("(channel %d) disconnected reason=peer closed", id)) {
+				break
+			}
+		}
+	}
+}
+
 // TestCallbackDelay: kdiag.callback.delay.ms stalls the same way. The delay
 // is far longer than the test, which ends it with Close (Close cuts the
 // delay short), so the broker's close always lands inside it.

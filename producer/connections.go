@@ -198,7 +198,7 @@ func expBackoff(initial, maxV int64, attempts int, jitter, u float64) int64 {
 	}
 	term := float64(initial) * math.Pow(2, math.Min(float64(attempts), expMax))
 	factor := 1.0
-	if jitter >= math.SmallestNonzeroFloat64 {
+	if jitter >= 0x1p-1022 { // Java's Double.MIN_NORMAL
 		factor = 1 - jitter + 2*jitter*u
 	}
 	return min(int64(factor*term), maxV) // Java's (long) cast truncates toward 0, as Go's conversion

@@ -91,6 +91,7 @@ func (s *sender) run() {
 		select {
 		case ev := <-s.p.events:
 			s.handle(ev)
+			s.handleReady()
 		case <-s.p.wake:
 		case <-timer.C:
 		case <-s.p.stop:
@@ -98,6 +99,22 @@ func (s *sender) run() {
 			return
 		}
 		s.wakeups++
+	}
+}
+
+// handleReady handles the events already waiting, up to one per connection
+// and a few more, before step runs again: Java's Selector.poll handles every
+// ready channel before its idle expiry (maybeCloseOldestConnection), so a
+// FIN read while a callback blocked is handled as the peer's close, not
+// overtaken by an idle close of the same connection.
+func (s *sender) handleReady() {
+	for range len(s.conns) + 4 {
+		select {
+		case ev := <-s.p.events:
+			s.handle(ev)
+		default:
+			return
+		}
 	}
 }
 

@@ -165,8 +165,11 @@ func newMap(spec *ebpf.MapSpec) (*ebpf.Map, error) {
 // configuration, which is what lets the program read them without BTF.
 // They are in that order in a Linux 3.10 tree (skc_dport and skc_num had
 // just moved into sock_common) and in mainline today (6.x), so on every
-// kernel that has the tracepoint (4.16 and later); findV6Offset checks
-// them against a real socket at Open all the same.
+// kernel that has the tracepoint (4.16 and later). findV6Offset checks
+// them against a real socket at Open all the same; where they are not
+// there, Open records no transitions (the counting goes on: a port filter
+// that reads the wrong bytes lets changes through or not, it cannot
+// report a wrong socket).
 const skcDport = 12
 
 // progSpec is what program builds the handler from: the maps' fds (-1

@@ -172,6 +172,10 @@ type CloseWaitSocket struct {
 	// netstat.Socket.AgeMax); equal to FINAt when a sample knew the age
 	// exactly, zero without ages.
 	FINEarliest time.Time `json:"fin_earliest,omitempty"`
+	// IdleAtFIN is how long the connection had carried no data when the
+	// FIN came (netstat.Socket.IdleMS), 0 when no sample knew it: for a
+	// broker's idle close, about its connections.max.idle.ms.
+	IdleAtFIN time.Duration `json:"idle_at_fin_ns,omitempty"`
 	// Held is true once the socket was seen in state CLOSE: the kernel
 	// reset it out of its tables (a keepalive probe's RST) and the process
 	// still holds its fd; HeldSince is the first sample that saw it so.

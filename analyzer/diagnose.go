@@ -187,6 +187,9 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) 
 		f.Details = append(f.Details, fmt.Sprintf("Since: the oldest CLOSE_WAIT socket (%s → %s) has waited since %s, %s before the last sample (%s).",
 			oldest.Local, oldest.Remote, oldest.Since().UTC().Format(time.RFC3339), human.Age(oldest.AgeAt(a.End)), src))
 	}
+	if line := brokerIdleLine(p); line != "" {
+		f.Details = append(f.Details, line)
+	}
 	f.Details = append(f.Details, rateLine(p))
 	if line := recvQLine(p.CloseWaitSockets); line != "" {
 		f.Details = append(f.Details, line)
@@ -222,6 +225,44 @@ var ShapeStep = Step.String()
 // window: its verdict's name, "step" included (see Step and stepOf).
 func CloseWaitShape(p *ProcessSeries, opts Options) string {
 	return p.CloseWait.Verdict.String()
+}
+
+// BrokerIdle estimates the peer's idle timeout from the CLOSE_WAIT sockets
+// whose idle time before the FIN is known: the median, the range and how
+// many; ok false when none is known. For a broker that is its
+// connections.max.idle.ms (Kafka's Selector closes a connection idle
+// longer, on its next poll).
+func BrokerIdle(p *ProcessSeries) (median, lo, hi time.Duration, n int, ok bool) {
+	var idles []time.Duration
+	for _, c := range p.CloseWaitSockets {
+		if c.IdleAtFIN > 0 {
+			idles = append(idles, c.IdleAtFIN)
+		}
+	}
+	if len(idles) == 0 {
+		return 0, 0, 0, 0, false
+	}
+	slices.Sort(idles)
+	return idles[len(idles)/2], idles[0], idles[len(idles)-1], len(idles), true
+}
+
+// brokerIdleLine says after how long idle the peer closed the connections,
+// and what to lint the client's configuration against.
+func brokerIdleLine(p *ProcessSeries) string {
+	med, lo, hi, n, ok := BrokerIdle(p)
+	if !ok {
+		return ""
+	}
+	spread := ""
+	if human.Age(lo) != human.Age(hi) {
+		spread = " (" + human.Age(lo) + "-" + human.Age(hi) + ")"
+	}
+	ms := med.Round(time.Second).Milliseconds()
+	if med < 10*time.Second {
+		ms = med.Round(100 * time.Millisecond).Milliseconds()
+	}
+	return fmt.Sprintf("Peer's idle close: the peer closed %s after ~%s idle%s (tcp_info: last data before the FIN): for a broker, its connections.max.idle.ms is about %d; kdiag lint --broker-idle-ms %d checks the client's own against it.",
+		human.Plural(n, "connection"), human.Age(med), spread, ms, ms)
 }
 
 // clientLine names the client library and its evidence.
@@ -280,12 +321,17 @@ func instancesFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
 
 // heldClosedFinding reports TCP sockets the process holds in state CLOSE.
 func heldClosedFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
-	if ev.HeldClosed <= 0 {
+	held := ev.HeldClosed
+	if held < 0 {
+		// watch and the reports: the held CLOSE sockets the scans listed.
+		held = p.Last.Get(netstat.Close)
+	}
+	if held <= 0 {
 		return Finding{}, false
 	}
 	f := Finding{Severity: Warning, Kind: KindHeldClosed, Process: p.Key, Name: p.Name()}
 	f.Summary = fmt.Sprintf("%s held open by %s (%s) in state CLOSE: in no kernel table (ss and /proc/net/tcp do not list them), still open in the process",
-		human.Plural(ev.HeldClosed, "TCP socket"), p.Name(), p.Key)
+		human.Plural(held, "TCP socket"), p.Name(), p.Key)
 	f.Details = []string{processLine(p)}
 	if line := clientLine(ev.Client); line != "" {
 		f.Details = append(f.Details, line)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,4 +189,33 @@ func TestStepAndGrowthLive(t *testing.T) {
 			t.Errorf("verdict %v with %d CLOSE_WAIT at the end, want growing (%+v)", p.CloseWait.Verdict, p.CloseWait.Last, p.CloseWait)
 		}
 	})
+}
+
+// TestBrokerIdleFromFIN: sockets whose idle time before the FIN is known
+// say the broker's idle timeout, in the finding.
+func TestBrokerIdleFromFIN(t *testing.T) {
+	var series []netstat.Snapshot
+	for _, s := range stepSeries() {
+		for j := range s.Sockets {
+			if x := &s.Sockets[j]; x.State == netstat.CloseWait {
+				x.IdleMS = uint32(2900 + 100*(j%3)) // 2.9 s to 3.1 s
+			}
+		}
+		series = append(series, s)
+	}
+	a := Analyze(series, Options{})
+	med, lo, hi, n, ok := BrokerIdle(&a.Processes[0])
+	if !ok || n != 6 || med != 3*time.Second || lo != 2900*time.Millisecond || hi != 3100*time.Millisecond {
+		t.Errorf("BrokerIdle = %v %v %v %d %v; want 3s from 2.9s to 3.1s over 6", med, lo, hi, n, ok)
+	}
+	want := "the peer closed 6 connections after ~3s idle (2.9s-3.1s)"
+	var found bool
+	for _, d := range a.Findings[0].Details {
+		if strings.Contains(d, want) && strings.Contains(d, "kdiag lint --broker-idle-ms 3000") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("finding details %q lack %q and the lint hint", a.Findings[0].Details, want)
+	}
 }

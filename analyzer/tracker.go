@@ -333,6 +333,9 @@ func (t *Tracker) closeWait(sk *netstat.Socket, key ProcessKey, at time.Time) {
 		return
 	}
 	c.RecvQ, c.Age, c.HasAge = sk.RecvQ, sk.Age, sk.HasAge
+	if sk.IdleMS > 0 && c.IdleAtFIN == 0 {
+		c.IdleAtFIN = time.Duration(sk.IdleMS) * time.Millisecond
+	}
 	if sk.HasAge {
 		if fin := at.Add(-sk.Age); c.FINAt.IsZero() || fin.Before(c.FINAt) {
 			c.FINAt = fin

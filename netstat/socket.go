@@ -181,7 +181,15 @@ type Socket struct {
 	// HasAge says whether Age is known (see Age). It sits here, next to
 	// the other one-byte fields, for the padding: 128 bytes a socket
 	// instead of 136. (It is not in the JSON, so no JSON field moves.)
-	HasAge bool           `json:"-"`
+	HasAge bool `json:"-"`
+	// IdleMS is, for a CLOSE_WAIT socket whose FIN time is exact (AgeAt
+	// span 0), how long the connection had carried no data when the peer's
+	// FIN came, in milliseconds: tcp_info's time since the last data sent
+	// or received, less the age. For a Kafka client that is how long the
+	// broker let the connection idle before it closed it: its
+	// connections.max.idle.ms. 0 when unknown. It sits in the padding
+	// before Local.
+	IdleMS uint32         `json:"idle_ms,omitempty"`
 	Local  netip.AddrPort `json:"local"`
 	Remote netip.AddrPort `json:"remote"`
 	// RecvQ and SendQ are idiag_rqueue and idiag_wqueue: for a connected

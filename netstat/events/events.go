@@ -19,7 +19,18 @@
 // and out of CLOSE_WAIT to CLOSE (a reset: the keepalive probe answered by
 // an RST once the peer's FIN_WAIT_2 has expired, or a close with unread
 // data), after which the socket is in no kernel table while its process may
-// still hold the fd.
+// still hold the fd. The records go through a BPF ring buffer (Linux 5.8)
+// of RingCapacity records, which Transitions drains; what does not fit is
+// counted (Dropped), never blocks the kernel, and costs no memory beyond
+// the ring.
+//
+// The tracepoint fires for every network namespace, so transitions come
+// from all of them and carry no namespace: a 4-tuple is unique only within
+// one, Sock and Cookie on the whole host. It also fires for SCTP sockets,
+// whose states reuse TCP's numbers (SCTP_SS_CLOSING is TCP_CLOSE_WAIT);
+// telling them apart needs sk_protocol, whose offset in struct sock
+// depends on the kernel's configuration, so an SCTP association closed by
+// its peer is recorded like a TCP socket (Kafka clients do not use SCTP).
 package events
 
 import (
@@ -87,8 +98,9 @@ type Transition struct {
 	Old, New uint8
 	// At is when the kernel made the change: bpf_ktime_get_ns
 	// (CLOCK_MONOTONIC) converted to wall time with the offset measured
-	// at Open. It carries a monotonic reading, so it compares exactly
-	// with time.Now in this process.
+	// at Open (to within microseconds). It carries a monotonic reading,
+	// so it compares exactly with time.Now in this process; its wall
+	// time does not follow a step of the system clock after Open.
 	At time.Time
 	// Sock is the address of the kernel's struct sock: an opaque id that
 	// is the same for every transition of one socket, and that the kernel

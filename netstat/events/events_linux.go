@@ -54,6 +54,13 @@ const maxPorts = 1024
 // program), Open still succeeds: the Counter counts, and Transitions says
 // why it has nothing.
 func Open(remotePorts ...uint16) (*Counter, error) {
+	return openCounter(remotePorts, true)
+}
+
+// openCounter is Open; without transitions it loads the counting program
+// alone, as Open does where the kernel refuses the rest (the benchmarks
+// compare the two).
+func openCounter(remotePorts []uint16, transitions bool) (*Counter, error) {
 	if len(remotePorts) > maxPorts {
 		remotePorts = nil
 	}
@@ -91,7 +98,9 @@ func Open(remotePorts ...uint16) (*Counter, error) {
 		}
 		spec.ports = c.ports.FD()
 	}
-	if err := c.openTransitions(); err != nil {
+	if !transitions {
+		c.noTransitions = fmt.Errorf("%w: transitions not asked for", ErrUnavailable)
+	} else if err := c.openTransitions(); err != nil {
 		c.noTransitions = err
 	} else {
 		spec.ring, spec.drops, spec.v6 = c.ring.FD(), c.drops.FD(), c.v6
@@ -156,8 +165,11 @@ func newMap(spec *ebpf.MapSpec) (*ebpf.Map, error) {
 // configuration, which is what lets the program read them without BTF.
 // They are in that order in a Linux 3.10 tree (skc_dport and skc_num had
 // just moved into sock_common) and in mainline today (6.x), so on every
-// kernel that has the tracepoint (4.16 and later); findV6Offset checks
-// them against a real socket at Open all the same.
+// kernel that has the tracepoint (4.16 and later). findV6Offset checks
+// them against a real socket at Open all the same; where they are not
+// there, Open records no transitions (the counting goes on: a port filter
+// that reads the wrong bytes lets changes through or not, it cannot
+// report a wrong socket).
 const skcDport = 12
 
 // progSpec is what program builds the handler from: the maps' fds (-1

@@ -37,7 +37,8 @@ const probeBytes = 128
 // twice, ffff and all, at the one offset where it is found makes a
 // match by chance implausible. The probe also checks the fixed fields
 // (addresses, ports, family) against what the sockets say, so a kernel
-// whose layout differs from the one the program assumes is caught here,
+// whose layout differs from the one the program assumes is caught here
+// (errLayout: Open then records no transitions),
 // and that skc_cookie, which the records carry too, follows the
 // addresses as it does on every layout since Linux 4.x.
 // It costs a program load and one loopback connection, made and closed
@@ -94,6 +95,9 @@ func findV6Offset() (int16, error) {
 		if err == nil {
 			err = unix.Connect(cl, &unix.SockaddrInet6{Port: int(lport), Addr: mapped.As16()})
 		}
+		// Reset rather than close: neither end then passes through
+		// CLOSE_WAIT or lingers in FIN_WAIT_2, for this or any program.
+		unix.SetsockoptLinger(cl, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1})
 		defer unix.Close(cl)
 	}
 	l.Close()
@@ -106,6 +110,11 @@ func findV6Offset() (int16, error) {
 	}
 	return parseProbe(b[:], mapped, lport, cport, cookie)
 }
+
+// errLayout says a probe found struct sock_common's fixed fields elsewhere
+// than the program reads them: its records would be wrong, so Open
+// records none.
+var errLayout = errors.New("struct sock_common is not laid out as the program reads it")
 
 // parseProbe finds skc_v6_daddr in b, the first bytes of the struct sock
 // of a client at [addr]:cport connected to [addr]:lport, whose cookie is
@@ -122,7 +131,7 @@ func parseProbe(b []byte, addr netip.Addr, lport, cport uint16, cookie uint64) (
 	case !bytes.Equal(b[0:4], v4[:]) || !bytes.Equal(b[4:8], v4[:]),
 		binary.BigEndian.Uint16(b[recDport-recDaddr:]) != lport,
 		binary.NativeEndian.Uint16(b[recNum-recDaddr:]) != cport:
-		return 0, fmt.Errorf("IPv6 addresses unknown: sock_common's first fields are not where the program reads them (% x)", b[:recOld-recDaddr])
+		return 0, fmt.Errorf("%w: its first fields are not at 0-19 (% x)", errLayout, b[:recOld-recDaddr])
 	}
 	want := append(v6[:], v6[:]...) // skc_v6_daddr, skc_v6_rcv_saddr
 	found := -1

@@ -13,14 +13,14 @@ import (
 // rawRecord is a transition record's fields, which encode writes as the
 // tracepoint program does.
 type rawRecord struct {
-	ktime, sock    uint64
-	family         uint16
-	daddr, saddr   netip.Addr // 4 bytes for the v4 fields, 16 for the v6 ones
-	dport, num     uint16
-	old, new       uint8
-	v6dst, v6src   netip.Addr
-	cookie         uint64
-	state, padding uint8
+	ktime, sock  uint64
+	family       uint16
+	daddr, saddr netip.Addr // 4 bytes for the v4 fields, 16 for the v6 ones
+	dport, num   uint16
+	old, new     uint8
+	v6dst, v6src netip.Addr
+	cookie       uint64
+	state        uint8
 }
 
 func (r rawRecord) encode() []byte {

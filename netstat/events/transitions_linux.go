@@ -62,6 +62,10 @@ func (c *Counter) openTransitions() error {
 		return unavailable("read CLOCK_MONOTONIC", err)
 	}
 	c.v6, c.noIPv6 = findV6Offset()
+	if errors.Is(c.noIPv6, errLayout) {
+		c.closeTransitions()
+		return fmt.Errorf("%w: transitions: %v", ErrUnavailable, c.noIPv6)
+	}
 	return nil
 }
 

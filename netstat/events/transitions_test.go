@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -381,5 +384,43 @@ func TestTransitionsOverflowCounted(t *testing.T) {
 	})
 	if d2, _ := c.Dropped(); d2 != dropped {
 		t.Errorf("Dropped went %d -> %d with room in the ring", dropped, d2)
+	}
+}
+
+// TestCookieFromDump checks what Transition.Cookie promises: a socket that
+// an inet_diag dump has listed (here ss -e, which prints idiag_cookie as
+// "sk:HEX") carries that cookie on its CLOSE_WAIT -> CLOSE, though nothing
+// asked for it with SO_COOKIE.
+func TestCookieFromDump(t *testing.T) {
+	ss, err := exec.LookPath("ss")
+	if err != nil {
+		t.Skipf("needs ss (iproute2): %v", err)
+	}
+	c := openTransitions(t)
+	k := &collector{t: t, c: c}
+	s := sockettest.CloseWait(t, "tcp4", 1, sockettest.PeerData(1))[0]
+	out, err := exec.Command(ss, "-tane", "dst", s.Remote.String(), "src", s.Local.String()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ss: %v\n%s", err, out)
+	}
+	var dumped uint64
+	for _, f := range strings.Fields(string(out)) {
+		if h, ok := strings.CutPrefix(f, "sk:"); ok {
+			if dumped, err = strconv.ParseUint(h, 16, 64); err != nil {
+				t.Fatalf("ss: %q: %v", f, err)
+			}
+		}
+	}
+	if dumped == 0 {
+		t.Fatalf("no sk: cookie for %v in ss's output:\n%s", s, out)
+	}
+	s.Close() // one byte unread: a reset
+	var cl []Transition
+	k.until(5*time.Second, "the reset", func(got []Transition) bool {
+		cl = of(got, tcpCloseWait, tcpClose, func(tr Transition) bool { return tr.Remote == s.Remote && tr.Local.Addr() == s.Local.Addr() })
+		return len(cl) > 0
+	})
+	if len(cl) != 1 || cl[0].Cookie != dumped {
+		t.Errorf("ss listed %v with cookie %d; its resets:\n%s", s, dumped, list(cl))
 	}
 }

@@ -225,6 +225,9 @@ type Socket struct {
 	// asks tcp_info only every Scanner.InfoEvery and only for CLOSE_WAIT: in
 	// between, a CLOSE_WAIT socket's Age is carried forward from the last
 	// such scan (and narrowed by each), and other states have HasAge false.
+	// With Scanner.Transitions (watch --events) a CLOSE_WAIT that began
+	// during the watch has its exact age from the kernel's record of it,
+	// and a held CLOSE socket (state Close) the time since its reset.
 	Age time.Duration `json:"-"`
 	// NetNS is the inode of the network namespace the socket lives in
 	// (/proc/<pid>/ns/net), 0 when unknown.

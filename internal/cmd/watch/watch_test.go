@@ -654,3 +654,65 @@ func TestHeldClosedMetrics(t *testing.T) {
 		t.Errorf("findings lack the held sockets:\n%s", out)
 	}
 }
+
+// TestEventsGiveExactAges watches with --events while CLOSE_WAIT sockets
+// are made whose keepalive (every second) resets tcp_info's last-ACK time:
+// tcp_info then only bounds their age, but the kernel's record of the FIN
+// gives it exactly, and never younger than it is.
+func TestEventsGiveExactAges(t *testing.T) {
+	ios, _, _, _ := cmdutil.Test()
+	o := &WatchOptions{IO: ios, Interval: 100 * time.Millisecond, Quiet: true, Events: "on", Refresh: time.Second,
+		Filters: cmdutil.Filters{States: "close-wait", PIDs: []int{os.Getpid()}}}
+	if err := o.complete(); err != nil {
+		t.Fatal(err)
+	}
+	sc, closeEvents, err := o.scanner("/proc")
+	if errors.Is(err, events.ErrUnavailable) {
+		t.Skipf("events: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEvents()
+	o.Scan = sc.Scan
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Context = ctx
+	var (
+		before, after time.Time
+		port          uint16
+		checked       int
+	)
+	deadline := time.Now().Add(60 * time.Second)
+	o.Scanned = func(n int, s *netstat.Snapshot) {
+		if n == 1 {
+			before = time.Now()
+			cw := sockettest.CloseWait(t, "tcp4", 3, sockettest.KeepAlive(time.Second))
+			after = time.Now()
+			port = cw[0].Remote.Port()
+			return
+		}
+		const tick = 20 * time.Millisecond
+		for _, x := range s.Sockets {
+			if x.Remote.Port() != port {
+				continue
+			}
+			lo, hi := s.Time.Sub(after), s.Time.Sub(before)
+			if !x.AgeExact() || x.Age < lo-tick || x.Age > hi+tick {
+				t.Errorf("scan %d, %s: age %v (exact %v), want exactly between %v and %v", n, x.Local, x.Age, x.AgeExact(), lo, hi)
+			}
+			if s.Time.Sub(after) > 3*time.Second {
+				checked++ // past several answered probes: tcp_info alone would only bound it
+			}
+		}
+		if checked >= 3 || time.Now().After(deadline) {
+			cancel()
+		}
+	}
+	if err := runWatch(o); err != nil {
+		t.Fatal(err)
+	}
+	if checked < 3 {
+		t.Errorf("checked %d sockets past 3 s of probes, want 3", checked)
+	}
+}

@@ -34,12 +34,33 @@ type heldFD struct {
 	family  Family
 }
 
-// heldTCP walks every fd of pids and returns the TCP sockets whose inode
-// known does not hold (known is sorted). A process that exits or refuses
-// its fds is skipped: attribution has said so already.
+// heldTCP returns the TCP sockets of pids whose inode known does not hold
+// (known is sorted): from what the attribution walk collected for the pids
+// it read whole (CollectOthers), and from a walk of every fd of the others.
+// A process that exits or refuses its fds is skipped: attribution has said
+// so already.
 func (a *Attributor) heldTCP(ctx context.Context, pids []int, known []uint64) []heldFD {
 	var out []heldFD
-	for _, res := range a.pool(ctx, pids, func(w *attrWorker, pid int) attrResult {
+	var rest []int
+	for _, p := range pids {
+		if !a.Complete[p] {
+			rest = append(rest, p)
+		}
+	}
+	if len(a.Others) > 0 {
+		w := a.worker()
+		for _, o := range a.Others {
+			if _, found := slices.BinarySearch(known, o.ino); found || !a.Complete[o.pid] {
+				continue
+			}
+			if fam := w.tcpFamily(a.ProcRoot+"/"+strconv.Itoa(o.pid)+"/fd", o.fd); fam != 0 {
+				o.family = fam
+				out = append(out, o)
+			}
+		}
+		a.putWorker(w)
+	}
+	for _, res := range a.pool(ctx, rest, func(w *attrWorker, pid int) attrResult {
 		return w.held(a, pid, known)
 	}) {
 		for _, s := range res.seen {

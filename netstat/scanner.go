@@ -185,6 +185,12 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if wantClose {
 		tables = &tableIndex{}
 	}
+	// A one-shot scan with CLOSE has its attribution walk read every fd
+	// and keep the sockets it was not asked for: heldClosed needs no walk
+	// of its own for the processes read whole. (A repeated scan's
+	// attribution mostly verifies its cache and walks little.)
+	s.attr.CollectOthers = wantClose && s.NoCache
+	s.attr.ResetOthers()
 	stats, err := s.collect(ctx, snap, dumps, q, infoScan, tables, &n)
 	if err != nil {
 		return nil, err

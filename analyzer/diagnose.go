@@ -168,7 +168,7 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) 
 	case hasOld && oldest.AgeAt(a.End) >= opts.StuckAge:
 		f.Severity, f.Kind = Warning, KindHeld
 		f.Summary = fmt.Sprintf("%s held by %s (%s) for up to %s, not growing (%s over %s), never closed",
-			human.Plural(tr.Last, "CLOSE_WAIT socket"), p.Name(), p.Key, human.Age(oldest.AgeAt(a.End)), verdictWord(tr.Verdict), human.Age(tr.Span))
+			leakedWords(p.Last), p.Name(), p.Key, human.Age(oldest.AgeAt(a.End)), verdictWord(tr.Verdict), human.Age(tr.Span))
 	default:
 		return Finding{}, false
 	}
@@ -263,6 +263,16 @@ func brokerIdleLine(p *ProcessSeries) string {
 	}
 	return fmt.Sprintf("Peer's idle close: the peer closed %s after ~%s idle%s (tcp_info: last data before the FIN): for a broker, its connections.max.idle.ms is about %d; kdiag lint --broker-idle-ms %d checks the client's own against it.",
 		human.Plural(n, "connection"), human.Age(med), spread, ms, ms)
+}
+
+// leakedWords names a sample's leaked sockets: "5 CLOSE_WAIT sockets", or
+// "3 CLOSE_WAIT and 2 held CLOSE sockets" when some were reset out of the
+// kernel's tables.
+func leakedWords(c Counts) string {
+	if h := c.Get(netstat.Close); h > 0 {
+		return fmt.Sprintf("%d CLOSE_WAIT and %d held CLOSE sockets", c.Get(netstat.CloseWait), h)
+	}
+	return human.Plural(c.Get(netstat.CloseWait), "CLOSE_WAIT socket")
 }
 
 // clientLine names the client library and its evidence.
@@ -507,7 +517,15 @@ func rateLine(p *ProcessSeries) string {
 // recvQLine says what the Recv-Q of the held CLOSE_WAIT sockets tells, in
 // netstat.ExplainRecvQ's words (the FIN counts one in Recv-Q on Linux), the
 // commonest first.
-func recvQLine(cw []CloseWaitSocket) string {
+func recvQLine(all []CloseWaitSocket) string {
+	// A held CLOSE socket has no Recv-Q the kernel reports: only the
+	// sockets still in CLOSE_WAIT say how far the application read.
+	var cw []CloseWaitSocket
+	for _, c := range all {
+		if !c.Held {
+			cw = append(cw, c)
+		}
+	}
 	if len(cw) == 0 {
 		return ""
 	}
@@ -571,6 +589,9 @@ func isJVM(p *ProcessSeries, ev Evidence) bool {
 func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence) []Cause {
 	var unread, read int
 	for _, c := range p.CloseWaitSockets {
+		if c.Held {
+			continue // reset out of CLOSE_WAIT: no Recv-Q to read
+		}
 		if c.RecvQ == 0 {
 			read++
 		} else {

@@ -49,7 +49,6 @@ type Options struct {
 	Scan       func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error)
 	Identify   func(netstat.Process) clients.Client
 	Threads    func(pid int) ([]clients.ThreadSample, error)
-	HeldClosed func(pid int, known map[uint64]bool) (int, error)
 	Config     func(pid int, c clients.Client) []procconfig.Source
 	ReadProc   func(pid int) (netstat.Process, error)
 	// Sleep waits between samples; nil is a timer on ctx.
@@ -74,9 +73,6 @@ func (o *Options) defaults() {
 	}
 	if o.Threads == nil {
 		o.Threads = func(pid int) ([]clients.ThreadSample, error) { return clients.ReadThreads(o.ProcRoot, pid) }
-	}
-	if o.HeldClosed == nil {
-		o.HeldClosed = func(pid int, known map[uint64]bool) (int, error) { return CountHeldClosed(o.ProcRoot, pid, known) }
 	}
 	if o.Config == nil {
 		o.Config = func(pid int, c clients.Client) []procconfig.Source { return procconfig.Find(o.ProcRoot, pid, c) }
@@ -237,12 +233,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for i := range a.Processes {
 		series[a.Processes[i].Key.PID] = &a.Processes[i]
 	}
-	known := map[uint64]bool{}
-	for _, s := range last.Sockets {
-		if s.Inode != 0 {
-			known[s.Inode] = true
-		}
-	}
 	// Which processes: every Kafka client, or every one named.
 	named := len(q.PIDs) > 0 || q.Process != nil
 	var pids []int
@@ -283,7 +273,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			meta.Cmdline = redact.Line(meta.Cmdline)
 			ps = &analyzer.ProcessSeries{Key: analyzer.ProcessKey{PID: pid, Start: meta.StartTime}, Process: meta, Client: o.Identify(meta)}
 		}
-		rep.Processes = append(rep.Processes, o.process(a, ps, samples[pid], perPID[pid], known, last, aopts))
+		rep.Processes = append(rep.Processes, o.process(a, ps, samples[pid], perPID[pid], last, aopts))
 	}
 	slices.SortStableFunc(rep.Processes, func(x, y Process) int {
 		return cmp.Or(cmp.Compare(worst(y.Findings), worst(x.Findings)), cmp.Compare(x.PID, y.PID))
@@ -292,7 +282,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samples [][]clients.ThreadSample, scanCounts []int,
-	known map[uint64]bool, last *netstat.Snapshot, aopts analyzer.Options) Process {
+	last *netstat.Snapshot, aopts analyzer.Options) Process {
 	pid := ps.Key.PID
 	c := ps.Client
 	p := Process{PID: pid, Name: ps.Name(), Cmdline: redact.Line(ps.Process.Cmdline), User: ps.Process.User,
@@ -320,18 +310,9 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 			p.BrokerSockets[s.State.String()]++
 		}
 	}
-	// netstat lists held CLOSE sockets itself when the query asks for
-	// CLOSE (doctor's asks for every state); HeldClosed counts any it did
-	// not list.
-	held, err := o.HeldClosed(pid, known)
-	if err != nil {
-		held = p.Sockets[netstat.Close.String()]
-	} else {
-		held += p.Sockets[netstat.Close.String()]
-		if held > 0 {
-			p.Sockets[netstat.Close.String()] = held
-		}
-	}
+	// netstat lists held CLOSE sockets (doctor's query asks for every
+	// state, CLOSE included).
+	held := p.Sockets[netstat.Close.String()]
 	if cw, ok := ps.OldestCloseWait(); ok {
 		p.OldestCloseWait = cw.AgeAt(a.End)
 	}

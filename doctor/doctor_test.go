@@ -45,6 +45,8 @@ func (f *fake) scan(ctx context.Context, q netstat.Query) (*netstat.Snapshot, er
 	s.Sockets = []netstat.Socket{
 		sock(netstat.CloseWait, 100, 40001, "10.0.0.1:9092", 11), sock(netstat.CloseWait, 100, 40002, "10.0.0.2:9092", 12),
 		sock(netstat.CloseWait, 100, 40003, "10.0.0.3:9092", 13), sock(netstat.Established, 100, 40004, "10.0.0.1:9092", 14),
+		// Held CLOSE, as netstat lists them: no addresses a one-shot scan knows.
+		{Family: netstat.IPv4, State: netstat.Close, PID: 100, Inode: 15}, {Family: netstat.IPv4, State: netstat.Close, PID: 100, Inode: 16},
 		sock(netstat.Established, 200, 41001, "10.0.0.1:9092", 21), sock(netstat.CloseWait, 200, 41002, "10.0.0.2:9092", 22),
 		sock(netstat.Established, 300, 42001, "10.0.0.3:9092", 31),
 	}
@@ -74,12 +76,6 @@ func (f *fake) options() Options {
 				{TID: 211, Name: "kafka-producer-", State: 'S', Syscall: 232, HasSyscall: true, Wchan: "do_epoll_wait"},
 				{TID: 212, Name: "kafka-producer-", State: 'S', Syscall: 202, HasSyscall: true, Wchan: "futex_do_wait"},
 			}, nil
-		},
-		HeldClosed: func(pid int, known map[uint64]bool) (int, error) {
-			if pid == 100 {
-				return 2, nil
-			}
-			return 0, nil
 		},
 		Config: func(pid int, c clients.Client) []procconfig.Source {
 			if pid != 200 {

@@ -152,12 +152,11 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) 
 	tr := p.CloseWait
 	f := Finding{Process: p.Key, Name: p.Name()}
 	oldest, hasOld := p.OldestCloseWait()
-	shape := CloseWaitShape(p, opts)
 	switch {
-	case tr.Verdict == Growing && shape == ShapeStep:
+	case tr.Verdict == Step:
 		f.Severity, f.Kind = Warning, KindStep
-		f.Summary = fmt.Sprintf("CLOSE_WAIT step in %s (%s): %d → %d sockets at once, then holding (%s over %s): the broker closed idle connections together, not a leak",
-			p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), verdictWord(p.CloseWaitRecent.Verdict))
+		f.Summary = fmt.Sprintf("CLOSE_WAIT step in %s (%s): %d → %d sockets over %s, then holding: the broker closed %s the client had, and it has not closed them; a bounded step, not a leak",
+			p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), human.Plural(tr.Max-tr.First, "idle connection"))
 	case tr.Verdict == Growing:
 		f.Severity, f.Kind = Critical, KindLeak
 		f.Summary = fmt.Sprintf("CLOSE_WAIT leak in %s (%s): %d → %d sockets in %s, %s",
@@ -188,6 +187,9 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) 
 		f.Details = append(f.Details, fmt.Sprintf("Since: the oldest CLOSE_WAIT socket (%s → %s) has waited since %s, %s before the last sample (%s).",
 			oldest.Local, oldest.Remote, oldest.Since().UTC().Format(time.RFC3339), human.Age(oldest.AgeAt(a.End)), src))
 	}
+	if line := brokerIdleLine(p); line != "" {
+		f.Details = append(f.Details, line)
+	}
 	f.Details = append(f.Details, rateLine(p))
 	if line := recvQLine(p.CloseWaitSockets); line != "" {
 		f.Details = append(f.Details, line)
@@ -216,49 +218,51 @@ const (
 	KindThreadBlocked = "network-thread-blocked"
 )
 
-// Shapes of a CLOSE_WAIT series, CloseWaitShape's values: the trend
-// verdicts, and a step.
-const (
-	ShapeStep = "step"
-)
+// ShapeStep is CloseWaitShape's word for a bounded step (Step's name).
+var ShapeStep = Step.String()
 
 // CloseWaitShape says what the process's CLOSE_WAIT count did over the
-// window: "step" when every change came within two consecutive sample
-// intervals, all the same way, and the count held before and after (the
-// broker closing several idle connections at once; a fitted slope would
-// call that growth), else the trend verdict (too-short, steady, growing,
-// draining). It needs the series' Points (Tracker.Analysis).
+// window: its verdict's name, "step" included (see Step and stepOf).
 func CloseWaitShape(p *ProcessSeries, opts Options) string {
-	opts = opts.withDefaults()
-	v := p.CloseWait.Verdict
-	if v == TooShort || len(p.Points) < opts.MinSamples {
-		return v.String()
+	return p.CloseWait.Verdict.String()
+}
+
+// BrokerIdle estimates the peer's idle timeout from the CLOSE_WAIT sockets
+// whose idle time before the FIN is known: the median, the range and how
+// many; ok false when none is known. For a broker that is its
+// connections.max.idle.ms (Kafka's Selector closes a connection idle
+// longer, on its next poll).
+func BrokerIdle(p *ProcessSeries) (median, lo, hi time.Duration, n int, ok bool) {
+	var idles []time.Duration
+	for _, c := range p.CloseWaitSockets {
+		if c.IdleAtFIN > 0 {
+			idles = append(idles, c.IdleAtFIN)
+		}
 	}
-	first, last, sign := -1, -1, 0
-	for i := 1; i < len(p.Points); i++ {
-		d := p.Points[i].Counts.Get(netstat.CloseWait) - p.Points[i-1].Counts.Get(netstat.CloseWait)
-		if d == 0 {
-			continue
-		}
-		s := 1
-		if d < 0 {
-			s = -1
-		}
-		if sign != 0 && s != sign {
-			return v.String()
-		}
-		sign = s
-		if first < 0 {
-			first = i
-		}
-		last = i
+	if len(idles) == 0 {
+		return 0, 0, 0, 0, false
 	}
-	// A change in the first or last interval is the edge of the window:
-	// the count may have been moving before it or go on after.
-	if first < 0 || last-first > 1 || first == 1 || last == len(p.Points)-1 {
-		return v.String()
+	slices.Sort(idles)
+	return idles[len(idles)/2], idles[0], idles[len(idles)-1], len(idles), true
+}
+
+// brokerIdleLine says after how long idle the peer closed the connections,
+// and what to lint the client's configuration against.
+func brokerIdleLine(p *ProcessSeries) string {
+	med, lo, hi, n, ok := BrokerIdle(p)
+	if !ok {
+		return ""
 	}
-	return ShapeStep
+	spread := ""
+	if human.Age(lo) != human.Age(hi) {
+		spread = " (" + human.Age(lo) + "-" + human.Age(hi) + ")"
+	}
+	ms := med.Round(time.Second).Milliseconds()
+	if med < 10*time.Second {
+		ms = med.Round(100 * time.Millisecond).Milliseconds()
+	}
+	return fmt.Sprintf("Peer's idle close: the peer closed %s after ~%s idle%s (tcp_info: last data before the FIN): for a broker, its connections.max.idle.ms is about %d; kdiag lint --broker-idle-ms %d checks the client's own against it.",
+		human.Plural(n, "connection"), human.Age(med), spread, ms, ms)
 }
 
 // clientLine names the client library and its evidence.
@@ -317,12 +321,17 @@ func instancesFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
 
 // heldClosedFinding reports TCP sockets the process holds in state CLOSE.
 func heldClosedFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
-	if ev.HeldClosed <= 0 {
+	held := ev.HeldClosed
+	if held < 0 {
+		// watch and the reports: the held CLOSE sockets the scans listed.
+		held = p.Last.Get(netstat.Close)
+	}
+	if held <= 0 {
 		return Finding{}, false
 	}
 	f := Finding{Severity: Warning, Kind: KindHeldClosed, Process: p.Key, Name: p.Name()}
 	f.Summary = fmt.Sprintf("%s held open by %s (%s) in state CLOSE: in no kernel table (ss and /proc/net/tcp do not list them), still open in the process",
-		human.Plural(ev.HeldClosed, "TCP socket"), p.Name(), p.Key)
+		human.Plural(held, "TCP socket"), p.Name(), p.Key)
 	f.Details = []string{processLine(p)}
 	if line := clientLine(ev.Client); line != "" {
 		f.Details = append(f.Details, line)
@@ -741,6 +750,8 @@ func eofNotClosed(recvQ string) Cause {
 
 func verdictWord(v Verdict) string {
 	switch v {
+	case Step:
+		return "a step, then holding"
 	case Growing:
 		return "growing"
 	case Draining:

@@ -244,7 +244,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("broker: start kfake: %w", err)
 	}
 	c.kf = kf
-	kf.ControlKey(int16(kmsg.Metadata), c.legacyMetadataControl)
+	c.keepControl(kmsg.Metadata, c.legacyMetadataControl)
+	c.installLimits(parts)
 	for _, l := range c.lns {
 		logger.Info("broker listening", "node", l.node, "addr", l.advertise.String(), "bind", l.Listener.Addr().String(), "idle", idleString(cfg.Idle))
 		if cfg.Idle > 0 {
@@ -276,12 +277,6 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // It runs as a kfake control function, before kfake handles the request,
 // and hands it on changed (not handled).
 func (c *Cluster) legacyMetadataControl(req kmsg.Request) (kmsg.Response, error, bool) {
-	// kfake keeps, for each control function, the last request of every
-	// connection that reached it (controlCtx.lastReq), and never forgets
-	// a connection: a function kept for the cluster's life would hold
-	// every connection ever made. A fresh one for each request holds one.
-	c.kf.ControlKey(int16(kmsg.Metadata), c.legacyMetadataControl)
-	c.kf.DropControl()
 	m, ok := req.(*kmsg.MetadataRequest)
 	if !ok || m.Version > 3 {
 		return nil, nil, false

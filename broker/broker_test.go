@@ -22,7 +22,7 @@ import (
 func startTest(t *testing.T, cfg Config) (*Cluster, *testio.SyncBuffer) {
 	t.Helper()
 	logs := &testio.SyncBuffer{}
-	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if cfg.Ports == nil {
 		n := cfg.Brokers
 		if n == 0 {

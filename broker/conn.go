@@ -225,6 +225,9 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 			return 0, err
 		}
 		c.pending = frame
+		if log := c.l.c.log; log.Enabled(context.Background(), slog.LevelDebug) {
+			log.Debug("request", "node", c.l.node, "remote", c.Conn.RemoteAddr().String(), "api", h.String(), "correlation", h.Correlation, "bytes", len(frame))
+		}
 	}
 	n := copy(b, c.pending)
 	c.pending = c.pending[n:]
@@ -264,9 +267,12 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// idleNow says the connection has no request being read or answered: the
-// client waits for nothing from the broker.
-func (c *trackedConn) idleNow() bool { return !c.reading.Load() && c.inflight.Load() == 0 }
+// idleNow says the connection has no request being read or answered, nor
+// one waiting in the socket to be read: the client waits for nothing from
+// the broker.
+func (c *trackedConn) idleNow() bool {
+	return !c.reading.Load() && c.inflight.Load() == 0 && unreadBytes(c.Conn) == 0
+}
 
 // Close is what kfake calls when it is done with the connection: after a
 // read error (the client's EOF, or our own close), a failed write, or the

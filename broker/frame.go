@@ -160,7 +160,8 @@ type frameReader struct {
 	r        io.Reader
 	max      int32
 	versions versionTable
-	// chunk is the first and smallest buffer growth step; tests lower it.
+	// chunk is the first buffer size (4 KiB unless set), doubled as bytes
+	// arrive; tests lower it.
 	chunk int
 }
 
@@ -208,7 +209,7 @@ func (f *frameReader) next() ([]byte, requestHeader, error) {
 
 	chunk := f.chunk
 	if chunk <= 0 {
-		chunk = 64 << 10
+		chunk = 4 << 10
 	}
 	buf := make([]byte, 8, min(total, chunk))
 	copy(buf, prefix[:])

@@ -12,36 +12,57 @@ import (
 //   - a name containing "rdkafka" (librdkafka.conf, rdkafka.properties): librdkafka;
 //   - otherwise, a key under spring.kafka. (or a YAML top-level "spring:"
 //     mapping): Spring;
-//   - a key only librdkafka has (LibrdkafkaOnlyKeys): librdkafka;
+//   - otherwise by the weight of the keys: librdkafka when the file has more
+//     keys only librdkafka has (LibrdkafkaOnlyKeys) than keys only the Java
+//     client has (JavaOnlyKeys), so that a Java file with one librdkafka key
+//     stays a Java file, and that key is reported as the Java client's
+//     unknown key;
 //   - otherwise Java.
 //
 // Detect never fails: what it cannot tell is Java, the common case.
 func Detect(name string, data []byte) Dialect {
+	if d, ok := detectByName(name, data); ok {
+		return d
+	}
+	f := &File{}
+	parsePropertiesInto(f, data)
+	return detectByKeys(f.Entries)
+}
+
+// detectByName is the part of Detect that needs no parse: the name, and a
+// top-level "spring:" line.
+func detectByName(name string, data []byte) (Dialect, bool) {
 	base := strings.ToLower(filepath.Base(name))
 	ext := filepath.Ext(base)
 	switch {
 	case ext == ".yml" || ext == ".yaml":
-		return Spring
+		return Spring, true
 	case strings.HasPrefix(base, "application") && ext == ".properties":
-		return Spring
+		return Spring, true
 	case strings.Contains(base, "rdkafka"):
-		return Librdkafka
+		return Librdkafka, true
 	}
 	if looksLikeSpringYAML(data) {
-		return Spring
+		return Spring, true
 	}
-	f := &File{}
-	parsePropertiesInto(f, data)
-	rd := false
-	for _, e := range f.Entries {
+	return Unknown, false
+}
+
+// detectByKeys weighs a properties file's keys.
+func detectByKeys(es []Entry) Dialect {
+	rd, java := 0, 0
+	for _, e := range es {
 		if strings.HasPrefix(e.Key, "spring.kafka.") {
 			return Spring
 		}
 		if librdkafkaOnly[e.Key] {
-			rd = true
+			rd++
+		}
+		if javaOnly[e.Key] {
+			java++
 		}
 	}
-	if rd {
+	if rd > java {
 		return Librdkafka
 	}
 	return Java
@@ -104,6 +125,40 @@ var LibrdkafkaOnlyKeys = []string{
 var librdkafkaOnly = func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range LibrdkafkaOnlyKeys {
+		m[k] = true
+	}
+	return m
+}()
+
+// JavaOnlyKeys lists the Java producer configs that librdkafka does not
+// have: the counterweight of LibrdkafkaOnlyKeys in Detect. It is
+// ../shared/reference/java-producer-configs.tsv minus
+// librdkafka-producer-configs.tsv, without the sasl.oauthbearer.* and
+// sasl.kerberos.* families, ssl.cipher.suites,
+// ssl.endpoint.identification.algorithm, enable.metrics.push and client.rack,
+// which librdkafka has too under the same names (CONFIGURATION.md;
+// TestJavaOnlyKeysMatchReference checks it).
+var JavaOnlyKeys = []string{
+	"auto.include.jmx.reporter", "buffer.memory", "compression.gzip.level", "compression.lz4.level",
+	"compression.zstd.level", "config.providers", "interceptor.classes", "key.serializer", "max.block.ms",
+	"max.request.size", "metadata.max.idle.ms", "metric.reporters", "metrics.num.samples",
+	"metrics.recording.level", "metrics.sample.window.ms", "partitioner.adaptive.partitioning.enable",
+	"partitioner.availability.timeout.ms", "partitioner.class", "partitioner.ignore.keys",
+	"receive.buffer.bytes", "sasl.client.callback.handler.class", "sasl.jaas.config",
+	"sasl.login.callback.handler.class", "sasl.login.class", "sasl.login.connect.timeout.ms",
+	"sasl.login.read.timeout.ms", "sasl.login.refresh.buffer.seconds", "sasl.login.refresh.min.period.seconds",
+	"sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.login.retry.backoff.max.ms",
+	"sasl.login.retry.backoff.ms", "security.providers", "send.buffer.bytes",
+	"socket.connection.setup.timeout.max.ms", "ssl.enabled.protocols", "ssl.engine.factory.class",
+	"ssl.keymanager.algorithm", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.type",
+	"ssl.protocol", "ssl.provider", "ssl.secure.random.implementation", "ssl.trustmanager.algorithm",
+	"ssl.truststore.certificates", "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type",
+	"transaction.two.phase.commit.enable", "value.serializer",
+}
+
+var javaOnly = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range JavaOnlyKeys {
 		m[k] = true
 	}
 	return m

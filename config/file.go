@@ -12,7 +12,17 @@ import (
 // when its content looks like YAML; otherwise as application.properties.
 func Parse(name string, data []byte, d Dialect) (*File, error) {
 	if d == Unknown {
-		d = Detect(name, data)
+		var ok bool
+		if d, ok = detectByName(name, data); !ok {
+			// Detect by the keys, from the one parse the file needs
+			// anyway.
+			f := &File{Path: name}
+			parsePropertiesInto(f, data)
+			if d = detectByKeys(f.Entries); d != Spring {
+				f.Dialect = d
+				return f, nil
+			}
+		}
 	}
 	switch d {
 	case Java, Librdkafka:

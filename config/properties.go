@@ -105,6 +105,11 @@ func newPropReader(f *File, data []byte) *propReader {
 // parsePropertiesInto appends data's entries, comments and problems to f.
 func parsePropertiesInto(f *File, data []byte) {
 	pr := newPropReader(f, data)
+	if f.Entries == nil {
+		// At most one entry a line: sized once, the slice is not copied
+		// as it grows (a large file's entries are most of its memory).
+		f.Entries = make([]Entry, 0, bytes.Count(data, []byte{'\n'})+1)
+	}
 	for {
 		ln, ok := pr.readLine()
 		if !ok {

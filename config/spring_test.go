@@ -268,6 +268,13 @@ func TestDetect(t *testing.T) {
 		{"librdkafka by content", "client.conf", "bootstrap.servers=x\nqueue.buffering.max.ms=5\n", Librdkafka},
 		{"java with broker-ish keys", "producer.properties", "bootstrap.servers=x\nsocket.send.buffer.bytes=1\nmessage.max.bytes=1\n", Java},
 		{"java by default", "producer.properties", "bootstrap.servers=x\nacks=all\n", Java},
+		// By the weight of the keys: one librdkafka key among Java-only
+		// ones is a Java file with a key the Java client does not have.
+		{"java with one librdkafka key", "producer.properties",
+			"bootstrap.servers=x\nkey.serializer=org.apache.kafka.common.serialization.StringSerializer\n" +
+				"value.serializer=org.apache.kafka.common.serialization.StringSerializer\nqueue.buffering.max.ms=5\n", Java},
+		{"librdkafka outweighs java", "client.conf",
+			"bootstrap.servers=x\nqueue.buffering.max.ms=5\nsocket.keepalive.enable=true\nbuffer.memory=1\n", Librdkafka},
 		{"empty", "x", "", Java},
 	}
 	for _, tc := range tests {
@@ -371,5 +378,44 @@ func TestYAMLDuplicateKeys(t *testing.T) {
 	}
 	if d := f.Duplicates()["acks"]; len(d) != 2 || d[0].Doc != 0 || d[1].Doc != 0 {
 		t.Errorf("Duplicates()[acks] = %+v, want the two entries of document 0", d)
+	}
+}
+
+// TestJavaOnlyKeysMatchReference checks JavaOnlyKeys against the reference
+// tables it was derived from, when they are at hand.
+func TestJavaOnlyKeysMatchReference(t *testing.T) {
+	names := func(path string) []string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Skipf("reference table not available: %v", err)
+		}
+		var out []string
+		for i, l := range strings.Split(string(b), "\n") {
+			if k, _, _ := strings.Cut(l, "\t"); i > 0 && k != "" {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	rd := map[string]bool{}
+	for _, k := range names("../../shared/reference/librdkafka-producer-configs.tsv") {
+		rd[k] = true
+	}
+	sharedName := func(k string) bool {
+		return strings.HasPrefix(k, "sasl.oauthbearer.") || strings.HasPrefix(k, "sasl.kerberos.") ||
+			k == "ssl.cipher.suites" || k == "ssl.endpoint.identification.algorithm" ||
+			k == "enable.metrics.push" || k == "client.rack"
+	}
+	var want []string
+	for _, k := range names("../../shared/reference/java-producer-configs.tsv") {
+		if !rd[k] && !sharedName(k) {
+			want = append(want, k)
+		}
+	}
+	sort.Strings(want)
+	got := append([]string(nil), JavaOnlyKeys...)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JavaOnlyKeys vs the reference tables (-want +got):\n%s", diff)
 	}
 }

@@ -320,11 +320,17 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 			p.BrokerSockets[s.State.String()]++
 		}
 	}
+	// netstat lists held CLOSE sockets itself when the query asks for
+	// CLOSE (doctor's asks for every state); HeldClosed counts any it did
+	// not list.
 	held, err := o.HeldClosed(pid, known)
 	if err != nil {
-		held = -1
-	} else if held > 0 {
-		p.Sockets[netstat.Close.String()] += held
+		held = p.Sockets[netstat.Close.String()]
+	} else {
+		held += p.Sockets[netstat.Close.String()]
+		if held > 0 {
+			p.Sockets[netstat.Close.String()] = held
+		}
 	}
 	if cw, ok := ps.OldestCloseWait(); ok {
 		p.OldestCloseWait = cw.AgeAt(a.End)

@@ -196,7 +196,11 @@ func aggregate(s *netstat.Snapshot, max int) []socketSeries {
 	}
 	all := make([]socketSeries, 0, len(counts))
 	for k, n := range counts {
-		all = append(all, socketSeries{pid: strconv.Itoa(k.pid), process: names[k.pid], state: k.state.String(), remote: k.remote.String(), n: n})
+		remote := "" // a held CLOSE socket never seen connected
+		if k.remote.IsValid() {
+			remote = k.remote.String()
+		}
+		all = append(all, socketSeries{pid: strconv.Itoa(k.pid), process: names[k.pid], state: k.state.String(), remote: remote, n: n})
 	}
 	// Busiest first within each (pid, state), so the cut keeps the top ones.
 	slices.SortFunc(all, func(x, y socketSeries) int {

@@ -35,6 +35,7 @@ type ageRecord struct {
 	state State
 	recv  time.Time
 	span  uint32
+	idle  uint32 // Socket.IdleMS
 	gen   uint32 // the tcp_info scan that last saw it
 }
 
@@ -80,9 +81,13 @@ func (c *ageCache) record(socks []Socket, at time.Time, info StateSet) {
 			continue
 		}
 		k := ageKey{s.NetNS, s.Inode}
-		r := ageRecord{state: s.State, recv: at.Add(-s.Age), span: s.AgeSpan, gen: c.gen}
+		r := ageRecord{state: s.State, recv: at.Add(-s.Age), span: s.AgeSpan, idle: s.IdleMS, gen: c.gen}
 		if old, ok := c.m[k]; ok && old.state == r.state {
 			r = r.narrow(old)
+			if r.idle == 0 {
+				r.idle = old.idle // known while the age was exact
+			}
+			s.IdleMS = r.idle
 			// This scan's socket gets the narrowed age too.
 			s.Age, s.AgeSpan = max(at.Sub(r.recv), 0), r.span
 		}
@@ -122,12 +127,12 @@ func (r ageRecord) narrow(old ageRecord) ageRecord {
 func (c *ageCache) carry(socks []Socket, at time.Time, info StateSet) {
 	for i := range socks {
 		s := &socks[i]
-		s.Age, s.HasAge, s.AgeSpan = 0, false, 0
+		s.Age, s.HasAge, s.AgeSpan, s.IdleMS = 0, false, 0, 0
 		if !info.Has(s.State) || s.Inode == 0 {
 			continue
 		}
 		if r, ok := c.m[ageKey{s.NetNS, s.Inode}]; ok && r.state == s.State {
-			s.Age, s.HasAge, s.AgeSpan = max(at.Sub(r.recv), 0), true, r.span
+			s.Age, s.HasAge, s.AgeSpan, s.IdleMS = max(at.Sub(r.recv), 0), true, r.span, r.idle
 		}
 	}
 }

@@ -236,3 +236,70 @@ func TestCloseWaitAgeWithKeepalive(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 }
+
+// TestIdleBeforeFIN: a connection that carried data, then idled until the
+// peer closed it, says how long it idled: what a broker's idle close waited
+// (its connections.max.idle.ms).
+func TestIdleBeforeFIN(t *testing.T) {
+	if _, err := DumpNetlink(States(Listen)); err != nil {
+		t.Skipf("netlink unavailable: %v", err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1)
+	// A request and its response, then nothing.
+	dataBefore := time.Now()
+	if _, err := c.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Write([]byte{2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	dataAfter := time.Now()
+	time.Sleep(700 * time.Millisecond)
+	closeBefore := time.Now()
+	srv.Close()
+	closeAfter := time.Now()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	s := NewScanner("/proc")
+	s.NoCache = true
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		snap, err := s.Scan(context.Background(), Query{States: States(CloseWait), PIDs: []int{os.Getpid()}, RemotePorts: []uint16{port}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Sockets) == 1 {
+			x := snap.Sockets[0]
+			idle := time.Duration(x.IdleMS) * time.Millisecond
+			lo, hi := closeBefore.Sub(dataAfter), closeAfter.Sub(dataBefore)
+			const tick = 20 * time.Millisecond
+			if !x.AgeExact() || idle < lo-tick || idle > hi+tick {
+				t.Errorf("exact age %v, idle before the FIN %v; want exact and %v to %v", x.AgeExact(), idle, lo, hi)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d CLOSE_WAIT sockets to port %d after 10s, want 1", len(snap.Sockets), port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -172,6 +172,11 @@ func parseInetDiagMessage(m netlink.Message) (s Socket, ok bool, reason string) 
 			s.Age, s.HasAge = time.Duration(min(data, ack))*time.Millisecond, true
 			if s.State == CloseWait {
 				s.AgeSpan = finSpan(b[offTimer], binary.NativeEndian.Uint32(b[offExpire:]), sent, data, ack)
+				if last := min(sent, data); s.AgeSpan == 0 && last > ack {
+					// The FIN came ack ms ago, the last data last ms
+					// ago: the connection was idle for the difference.
+					s.IdleMS = last - ack
+				}
 			}
 		}
 		a = a[min(len(a), (n+3)&^3):]

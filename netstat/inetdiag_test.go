@@ -165,6 +165,7 @@ func TestParseInetDiag(t *testing.T) {
 		s.Age, s.HasAge, s.AgeSpan = d, true, spanMS
 		return s
 	}
+	idle := func(s Socket, ms uint32) Socket { s.IdleMS = ms; return s }
 	cong := rtattr(4, []byte("cubic\x00")) // INET_DIAG_CONG
 
 	for _, tc := range []struct {
@@ -176,7 +177,7 @@ func TestParseInetDiag(t *testing.T) {
 		{
 			name: "CLOSE_WAIT, nothing sent since the last data, no keepalive: the last ACK is the FIN, exact",
 			msgs: []netlink.Message{inetDiagMsg(cw4, &tcpInfo{lastDataSent: 95000, lastDataRecv: 90000, lastAckRecv: 61000})},
-			want: []Socket{aged(cw4, 61*time.Second)},
+			want: []Socket{idle(aged(cw4, 61*time.Second), 29000)},
 		},
 		{
 			name: "CLOSE_WAIT, keepalive armed and the last data longer ago than a period: bounded by the last ACK and the last data",
@@ -186,7 +187,7 @@ func TestParseInetDiag(t *testing.T) {
 		{
 			name: "CLOSE_WAIT, keepalive armed but the last data less than a period ago: no probe since the FIN, exact",
 			msgs: []netlink.Message{inetDiagMsg(cw4, &tcpInfo{lastDataSent: 5000, lastDataRecv: 4000, lastAckRecv: 3000, timer: timerKeepalive, expires: 12000})},
-			want: []Socket{aged(cw4, 3*time.Second)},
+			want: []Socket{idle(aged(cw4, 3*time.Second), 1000)},
 		},
 		{
 			name: "CLOSE_WAIT, data sent after the peer's last data: an ACK may have followed the FIN, bounded",

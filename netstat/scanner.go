@@ -69,6 +69,14 @@ type Scanner struct {
 	// RefreshEvery is how long a scan gated by Changes may serve the last
 	// dump; 0 means DefaultRefreshEvery.
 	RefreshEvery time.Duration
+	// Transitions, when set, drains the kernel's records of sockets
+	// entering CLOSE_WAIT and being reset out of it (kdiag watch --events):
+	// a CLOSE_WAIT that began during the watch then has its exact age, and
+	// a held CLOSE socket the time since its reset (see applyTransitions).
+	Transitions TransitionSource
+
+	// trans is what Transitions told, for the scans to come.
+	trans transitionLog
 
 	// dumps counts the full scans, for Snapshot.Dump.
 	dumps uint64
@@ -185,6 +193,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		s.heldClosed(ctx, snap, sel, q, tables)
 	}
 	s.recordAges(snap, infoScan)
+	s.applyTransitions(snap, &n)
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
 	s.restrict(snap, sel)
 	slices.SortFunc(snap.Sockets, compareSockets)

@@ -181,7 +181,15 @@ type Socket struct {
 	// HasAge says whether Age is known (see Age). It sits here, next to
 	// the other one-byte fields, for the padding: 128 bytes a socket
 	// instead of 136. (It is not in the JSON, so no JSON field moves.)
-	HasAge bool           `json:"-"`
+	HasAge bool `json:"-"`
+	// IdleMS is, for a CLOSE_WAIT socket whose FIN time is exact (AgeAt
+	// span 0), how long the connection had carried no data when the peer's
+	// FIN came, in milliseconds: tcp_info's time since the last data sent
+	// or received, less the age. For a Kafka client that is how long the
+	// broker let the connection idle before it closed it: its
+	// connections.max.idle.ms. 0 when unknown. It sits in the padding
+	// before Local.
+	IdleMS uint32         `json:"idle_ms,omitempty"`
 	Local  netip.AddrPort `json:"local"`
 	Remote netip.AddrPort `json:"remote"`
 	// RecvQ and SendQ are idiag_rqueue and idiag_wqueue: for a connected
@@ -217,6 +225,9 @@ type Socket struct {
 	// asks tcp_info only every Scanner.InfoEvery and only for CLOSE_WAIT: in
 	// between, a CLOSE_WAIT socket's Age is carried forward from the last
 	// such scan (and narrowed by each), and other states have HasAge false.
+	// With Scanner.Transitions (watch --events) a CLOSE_WAIT that began
+	// during the watch has its exact age from the kernel's record of it,
+	// and a held CLOSE socket (state Close) the time since its reset.
 	Age time.Duration `json:"-"`
 	// NetNS is the inode of the network namespace the socket lives in
 	// (/proc/<pid>/ns/net), 0 when unknown.

@@ -2,8 +2,10 @@ package rules
 
 import (
 	"fmt"
+	"iter"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,55 +32,148 @@ func Lookup(id string) (*Rule, bool) {
 // Lint checks every file and returns all findings, sorted by path, line,
 // column and rule, with suppressions applied and secrets redacted.
 func Lint(files []*config.File, opts Options) []Finding {
-	var out []Finding
-	for _, f := range files {
-		out = append(out, LintFile(f, opts)...)
-	}
-	sortFindings(out)
-	return out
+	return slices.Collect(LintAll(files, opts))
 }
 
-// LintFile checks one file: it runs every rule that applies to the file's
-// dialect and drops the findings a valid `kdiag:ignore` comment suppresses.
-// No finding holds a secret: evidence is built with the value redacted
-// (Redact), and rules print values through shown.
+// LintAll is Lint as a sequence: the files in path order, each file's
+// findings as Findings yields them.
+func LintAll(files []*config.File, opts Options) iter.Seq[Finding] {
+	sorted := slices.Clone(files)
+	slices.SortStableFunc(sorted, func(a, b *config.File) int {
+		if a == nil || b == nil {
+			return 0
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return func(yield func(Finding) bool) {
+		for _, f := range sorted {
+			for fd := range Findings(f, opts) {
+				if !yield(fd) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// LintFile checks one file and returns its findings, sorted (see Findings).
 func LintFile(f *config.File, opts Options) []Finding {
-	if f == nil {
-		return nil
-	}
-	v := newView(f, opts)
-	v.knownRule = func(id string) bool { _, ok := Lookup(id); return ok }
-	for _, r := range catalog {
-		v.ruleIDs = append(v.ruleIDs, r.ID)
-	}
-	var found []Finding
-	for _, r := range catalog {
-		if !r.appliesTo(v.dialect) || r.Check == nil {
-			continue
+	return slices.Collect(Findings(f, opts))
+}
+
+// chunkEntries is how many entries a PerEntry rule sees at a time: the
+// findings of one chunk are sorted and yielded before the next is checked.
+const chunkEntries = 4096
+
+// Findings checks one file and yields its findings sorted by line, column,
+// rule and message: it runs every rule that applies to the file's dialect
+// and drops the findings a valid `kdiag:ignore` comment suppresses. No
+// finding holds a secret: evidence is built with the value redacted
+// (Redact), and rules print values through shown.
+//
+// The rules that look at the file as a whole run first, and their findings
+// (few: a file-level note, a cross-field conflict, a duplicate) are held.
+// The PerEntry rules then run one chunk of entries at a time; each chunk's
+// findings, with the held ones that come before the next chunk's first
+// key, are sorted and yielded, so memory holds one chunk's findings, not
+// the file's. (When the entries are not in file order, as no parser makes
+// them, the whole file is one chunk.)
+func Findings(f *config.File, opts Options) iter.Seq[Finding] {
+	return func(yield func(Finding) bool) {
+		if f == nil {
+			return
 		}
-		rule := r
-		p := &Pass{File: f, Options: opts, view: v}
-		p.Report = func(fd Finding) {
-			fd.RuleID = rule.ID
-			if fd.Severity == 0 {
-				fd.Severity = rule.Severity
-			}
-			if fd.Path == "" {
-				fd.Path = f.Path
-			}
-			if fd.Fix == "" {
-				fd.Fix = rule.Remediation
-			}
-			if fd.Pos.Line == 0 {
-				fd.Pos = filePos
-			}
-			found = append(found, fd)
+		v := newView(f, opts)
+		v.knownRule = func(id string) bool { _, ok := Lookup(id); return ok }
+		for _, r := range catalog {
+			v.ruleIDs = append(v.ruleIDs, r.ID)
 		}
-		rule.Check(p)
+		dirs := parseDirectives(f, v.knownRule)
+		run := func(r *Rule, entries []config.Entry, into *[]Finding) {
+			p := &Pass{File: f, Entries: entries, Options: opts, view: v}
+			p.Report = func(fd Finding) {
+				fd.RuleID = r.ID
+				if fd.Severity == 0 {
+					fd.Severity = r.Severity
+				}
+				if fd.Path == "" {
+					fd.Path = f.Path
+				}
+				if fd.Fix == "" {
+					fd.Fix = r.Remediation
+				}
+				if fd.Pos.Line == 0 {
+					fd.Pos = filePos
+				}
+				if !strings.HasPrefix(fd.RuleID, "KD9") && suppressed(fd, dirs) {
+					return
+				}
+				*into = append(*into, fd)
+			}
+			r.Check(p)
+		}
+		var whole []Finding
+		for _, r := range catalog {
+			if r.appliesTo(v.dialect) && r.Check != nil && !r.PerEntry {
+				run(r, f.Entries, &whole)
+			}
+		}
+		sortFindings(whole)
+		chunk := chunkEntries
+		if !inFileOrder(f.Entries) {
+			chunk = max(len(f.Entries), 1)
+		}
+		var pending []Finding
+		for a := 0; ; a += chunk {
+			b := min(a+chunk, len(f.Entries))
+			for _, r := range catalog {
+				if r.appliesTo(v.dialect) && r.Check != nil && r.PerEntry {
+					run(r, f.Entries[a:b], &pending)
+				}
+			}
+			last := b >= len(f.Entries)
+			var next config.Pos
+			if !last {
+				next = f.Entries[b].KeyPos
+			}
+			n := 0
+			for n < len(whole) && (last || posBefore(whole[n].Pos, next)) {
+				n++
+			}
+			pending = append(pending, whole[:n]...)
+			whole = whole[n:]
+			sortFindings(pending)
+			out := len(pending)
+			if !last {
+				out = sort.Search(len(pending), func(i int) bool { return !posBefore(pending[i].Pos, next) })
+			}
+			for _, fd := range pending[:out] {
+				if !yield(fd) {
+					return
+				}
+			}
+			pending = append(pending[:0], pending[out:]...)
+			if last {
+				return
+			}
+		}
 	}
-	found = applySuppressions(found, parseDirectives(f, v.knownRule))
-	sortFindings(found)
-	return found
+}
+
+// posBefore reports whether p comes before q in the file.
+func posBefore(p, q config.Pos) bool {
+	return p.Line < q.Line || (p.Line == q.Line && p.Col < q.Col)
+}
+
+// inFileOrder reports whether the entries are sorted by KeyPos, as every
+// parser of package config writes them (Spring's document by document).
+func inFileOrder(es []config.Entry) bool {
+	for i := 1; i < len(es); i++ {
+		if posBefore(es[i].KeyPos, es[i-1].KeyPos) {
+			return false
+		}
+	}
+	return true
 }
 
 // filePos is where findings about the file as a whole (a missing key, a
@@ -125,10 +220,12 @@ type fileView struct {
 	// brokerIdle is the broker's connections.max.idle.ms (<= 0: never).
 	brokerIdle int64
 	yaml       bool
-	// eff maps each key to the entry that takes effect (highest Rank, then
-	// the last one written), with its index in f.Entries.
-	eff   map[string]config.Entry
-	order map[string]int
+	// eff maps each key to the index in f.Entries of the entry that takes
+	// effect (highest Rank, then the last one written). An index, not the
+	// entry: a file of a million keys holds a million of these.
+	eff map[string]int32
+	// repeated are the keys written more than once (KD409 looks at them).
+	repeated map[string]bool
 	// knownRule and ruleIDs give the KD9xx rules the catalog without the
 	// rule values referring to it (which would be an initialization cycle).
 	knownRule func(string) bool
@@ -152,47 +249,71 @@ func newView(f *config.File, opts Options) *fileView {
 	}
 	ext := strings.ToLower(filepath.Ext(f.Path))
 	v.yaml = ext == ".yml" || ext == ".yaml"
-	v.eff, v.order = effective(f)
+	v.eff, v.repeated = effective(f)
 	return v
 }
 
 // effective computes which entry of each key takes effect, as
 // config.File.Effective does (the highest Rank wins, and among equal ranks
-// the entry written last), and also where that entry is in the file, which
-// librdkafka's aliases need (the alias written last wins).
-func effective(f *config.File) (map[string]config.Entry, map[string]int) {
-	eff := map[string]config.Entry{}
-	order := map[string]int{}
+// the entry written last), as an index into f.Entries, which is also where
+// that entry is in the file (librdkafka's aliases need it: the alias written
+// last wins). It also returns the keys written more than once.
+func effective(f *config.File) (map[string]int32, map[string]bool) {
+	eff := make(map[string]int32, len(f.Entries))
+	var repeated map[string]bool
 	for i, e := range f.Entries {
 		if e.Key == "" {
 			continue
 		}
-		if prev, ok := eff[e.Key]; ok && prev.Rank > e.Rank {
-			continue
+		if prev, ok := eff[e.Key]; ok {
+			if repeated == nil {
+				repeated = map[string]bool{}
+			}
+			repeated[e.Key] = true
+			if f.Entries[prev].Rank > e.Rank {
+				continue
+			}
 		}
-		eff[e.Key] = e
-		order[e.Key] = i
+		eff[e.Key] = int32(i)
 	}
-	return eff, order
+	return eff, repeated
 }
 
 // get returns the effective entry of key.
 func (v *fileView) get(key string) (config.Entry, bool) {
-	e, ok := v.eff[key]
-	return e, ok
+	i, ok := v.eff[key]
+	if !ok {
+		return config.Entry{}, false
+	}
+	return v.f.Entries[i], true
 }
 
 // getAny returns the effective entry among several names of one property
 // (librdkafka aliases): the one written last wins, as each rd_kafka_conf_set
 // overwrites the same property.
 func (v *fileView) getAny(keys ...string) (config.Entry, string, bool) {
-	best, bestKey, at := config.Entry{}, "", -1
+	best, bestKey, at := config.Entry{}, "", int32(-1)
 	for _, k := range keys {
-		if e, ok := v.eff[k]; ok && v.order[k] > at {
-			best, bestKey, at = e, k, v.order[k]
+		if i, ok := v.eff[k]; ok && i > at {
+			best, bestKey, at = v.f.Entries[i], k, i
 		}
 	}
 	return best, bestKey, at >= 0
+}
+
+// duplicates is config.File.Duplicates for the keys written more than once
+// only: the file's other keys are not looked at again.
+func (v *fileView) duplicates() map[string][]config.Entry {
+	if len(v.repeated) == 0 {
+		return nil
+	}
+	sub := &config.File{}
+	for _, e := range v.f.Entries {
+		if v.repeated[e.Key] {
+			sub.Entries = append(sub.Entries, e)
+		}
+	}
+	return sub.Duplicates()
 }
 
 // javaValue returns the value that takes effect for a Java key: the one
@@ -240,7 +361,7 @@ func (v *fileView) evidence(e config.Entry) string {
 // shown is an entry's value as a finding may print it: Redacted for a
 // secret key (by its producer key or as written), the value otherwise.
 func shown(e config.Entry) string {
-	if IsSecretKey(e.Key) || IsSecretKey(e.RawKey) {
+	if IsSecretKey(e.Key) || (e.RawKey != e.Key && IsSecretKey(e.RawKey)) {
 		if isJAASKey(e.Key) {
 			return RedactJAAS(e.Value)
 		}
@@ -336,23 +457,9 @@ func parseDirectives(f *config.File, known func(string) bool) []directive {
 // least one rule and give a reason.
 func (d directive) valid() bool { return len(d.ids) > 0 && d.reason != "" }
 
-// applySuppressions drops findings that a valid directive on the same line or
-// the line above names. Findings about suppressions themselves (KD9xx) cannot
-// be suppressed.
-func applySuppressions(fs []Finding, ds []directive) []Finding {
-	if len(ds) == 0 {
-		return fs
-	}
-	out := fs[:0]
-	for _, fd := range fs {
-		if !strings.HasPrefix(fd.RuleID, "KD9") && suppressed(fd, ds) {
-			continue
-		}
-		out = append(out, fd)
-	}
-	return out
-}
-
+// suppressed reports whether a valid directive on the finding's line or the
+// line above names its rule. Findings about suppressions themselves (KD9xx)
+// are never suppressed (the caller checks).
 func suppressed(fd Finding, ds []directive) bool {
 	for _, d := range ds {
 		if !d.valid() || (fd.Pos.Line != d.pos.Line && fd.Pos.Line != d.pos.Line+1) {

@@ -69,6 +69,13 @@ type Rule struct {
 	Dialects []config.Dialect
 	// Check inspects one file and reports findings through the pass.
 	Check func(*Pass)
+	// PerEntry says Check looks at each entry on its own (with the file's
+	// view for context) and reports findings only at the entries of
+	// Pass.Entries: the engine then runs it on the file's entries a chunk
+	// at a time and writes those findings out before the next chunk, so
+	// that a file of a million entries is not held as a million findings.
+	// A rule that is not PerEntry runs once with every entry.
+	PerEntry bool
 }
 
 // Finding is one problem found in one file: the single record every output
@@ -101,7 +108,10 @@ type Options struct {
 
 // Pass is what a rule's Check sees of one file, and how it reports.
 type Pass struct {
-	File    *config.File
+	File *config.File
+	// Entries are the entries to check: all of File.Entries, or for a
+	// PerEntry rule one chunk of them.
+	Entries []config.Entry
 	Options Options
 	// Report records a finding.
 	Report func(Finding)

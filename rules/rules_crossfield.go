@@ -453,6 +453,7 @@ func shortClass(c string) string {
 }
 
 var kd308 = &Rule{
+	PerEntry: true,
 	ID:       "KD308",
 	Title:    "acks is not all, -1, 0 or 1",
 	Severity: Error,
@@ -465,7 +466,7 @@ var kd308 = &Rule{
 		"parseAcks; ../shared/reference/java-producer-crossfield-rules.tsv ACKS_PARSE",
 	Dialects: javaDialects,
 	Check: func(p *Pass) {
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if e.Key != "acks" {
 				continue
 			}

@@ -181,14 +181,14 @@ func shownVal(e config.Entry, val string) string {
 // valueRule builds KD401-KD403, which share one pass over the entries.
 func valueRule(id, title, rationale, remediation string) *Rule {
 	return &Rule{
-		ID: id, Title: title, Severity: Error, Category: "type",
+		ID: id, Title: title, Severity: Error, Category: "type", PerEntry: true,
 		Rationale: rationale, Remediation: remediation,
 		Source: "apache/kafka ConfigDef.parseType and the validators of ProducerConfig, CommonClientConfigs, " +
 			"SslConfigs, SaslConfigs (../shared/reference/java-producer-configs.tsv); confluentinc/librdkafka " +
 			"CONFIGURATION.md ranges (../shared/reference/librdkafka-producer-configs.tsv)",
 		Check: func(p *Pass) {
 			v := p.view
-			for _, e := range p.File.Entries {
+			for _, e := range p.Entries {
 				var vp *ValueError
 				if v.dialect == config.Librdkafka {
 					if s, ok := LibrdkafkaSetting(e.Key); ok {
@@ -250,6 +250,7 @@ var passThroughPrefixes = []string{"schema.registry.", "basic.auth.", "bearer.au
 	"config.providers.", "metrics.context.", "metrics.jmx."}
 
 var kd404 = &Rule{
+	PerEntry: true,
 	ID:       "KD404",
 	Title:    "unknown key (did you mean ...?)",
 	Severity: Warning,
@@ -267,7 +268,7 @@ var kd404 = &Rule{
 		"UNKNOWN_KEYS; confluentinc/librdkafka CONFIGURATION.md (property list)",
 	Check: func(p *Pass) {
 		v := p.view
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if e.Key == "" {
 				continue
 			}
@@ -381,14 +382,57 @@ func libHint(key string) string {
 type nameSet struct {
 	names []string
 	norm  [][]rune
+	bags  []runeBag
 }
 
 func newNameSet(names []string) *nameSet {
-	ns := &nameSet{names: names, norm: make([][]rune, len(names))}
+	ns := &nameSet{names: names, norm: make([][]rune, len(names)), bags: make([]runeBag, len(names))}
 	for i, n := range names {
 		ns.norm[i] = []rune(normKey(n))
+		ns.bags[i] = bagOf(ns.norm[i])
 	}
 	return ns
+}
+
+// runeBag counts a name's characters by class (letters, digits, '.', the
+// rest): an edit changes at most one count up and one down, so the distance
+// of two names is at least the larger of the surplus and the shortfall of
+// one bag against the other. Comparing bags rejects most candidates before
+// any distance is computed.
+type runeBag [38]int16
+
+func bagOf(rs []rune) runeBag {
+	var b runeBag
+	for _, r := range rs {
+		switch {
+		case r >= 'a' && r <= 'z':
+			b[r-'a']++
+		case r >= '0' && r <= '9':
+			b[26+r-'0']++
+		case r == '.':
+			b[36]++
+		default:
+			b[37]++
+		}
+	}
+	return b
+}
+
+// bagBound is a lower bound of the edit distance of two names by their
+// bags; it stops counting once the bound exceeds limit.
+func bagBound(a, b *runeBag, limit int) int {
+	up, down := 0, 0
+	for i := range a {
+		if d := int(a[i]) - int(b[i]); d > 0 {
+			up += d
+		} else {
+			down -= d
+		}
+		if up > limit || down > limit {
+			return limit + 1
+		}
+	}
+	return max(up, down)
 }
 
 // javaNames and libNames are the names suggestions are drawn from.
@@ -431,12 +475,13 @@ func maxDistance(n int) int {
 // Among names at the same distance the first in sort order wins.
 func suggest(key string, ns *nameSet) string {
 	k := []rune(normKey(key))
+	kb := bagOf(k)
 	limit := maxDistance(len(key))
 	best, bestD := "", limit+1
 	var sc osaScratch
 	for i, nr := range ns.norm {
-		if abs(len(nr)-len(k)) > min(limit, bestD) {
-			continue // the distance is at least the length difference
+		if abs(len(nr)-len(k)) > min(limit, bestD) || bagBound(&kb, &ns.bags[i], min(limit, bestD)) > min(limit, bestD) {
+			continue // the distance is at least the length difference, and the bags' bound
 		}
 		// Only a distance below the best so far (or equal, for a name
 		// that sorts first) can change the answer.
@@ -529,6 +574,7 @@ func (sc *osaScratch) within(a, b []rune, k int) int {
 }
 
 var kd405 = &Rule{
+	PerEntry: true,
 	ID:       "KD405",
 	Title:    "consumer-only key in a producer configuration",
 	Severity: Warning,
@@ -541,7 +587,7 @@ var kd405 = &Rule{
 	Remediation: "Move consumer settings to the consumer's configuration.",
 	Source:      "apache/kafka ConsumerConfig (keys not in ProducerConfig); confluentinc/librdkafka CONFIGURATION.md (C/P column)",
 	Check: func(p *Pass) {
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if e.Key != "" && IsConsumerOnlyKey(e.Key) && !knownToDialect(p.view, e.Key) {
 				p.reportKey(e, 0, fmt.Sprintf("%s is a consumer setting: a producer ignores it", name(e)), "")
 			}
@@ -559,6 +605,7 @@ func knownToDialect(v *fileView, key string) bool {
 }
 
 var kd406 = &Rule{
+	PerEntry: true,
 	ID:       "KD406",
 	Title:    "broker-only key in a producer configuration",
 	Severity: Warning,
@@ -570,7 +617,7 @@ var kd406 = &Rule{
 	Remediation: "Move the setting to the broker's server.properties, or use the producer's equivalent named in the message.",
 	Source:      "apache/kafka broker configs (KafkaConfig, ServerLogConfigs, SocketServerConfigs) versus ProducerConfig",
 	Check: func(p *Pass) {
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if e.Key == "" || !IsBrokerOnlyKey(e.Key) || knownToDialect(p.view, e.Key) {
 				continue
 			}
@@ -596,6 +643,7 @@ var removedPartitioners = []string{
 }
 
 var kd407 = &Rule{
+	PerEntry: true,
 	ID:       "KD407",
 	Title:    "key or value removed in Kafka 4.0",
 	Severity: Warning,
@@ -613,7 +661,7 @@ var kd407 = &Rule{
 	Check: func(p *Pass) {
 		v := p.view
 		is4 := v.version.AtLeast(4, 0)
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if s, ok := JavaSetting(e.Key); ok && s.RemovedIn != "" {
 				if is4 {
 					p.reportKey(e, Warning, fmt.Sprintf("%s was removed in Kafka %s: the producer ignores it", name(e), s.RemovedIn), "")
@@ -633,6 +681,7 @@ var kd407 = &Rule{
 }
 
 var kd408 = &Rule{
+	PerEntry: true,
 	ID:       "KD408",
 	Title:    "key does not exist in the selected Kafka version",
 	Severity: Warning,
@@ -646,7 +695,7 @@ var kd408 = &Rule{
 	Source:      "../shared/reference/java-producer-configs.tsv (status \"new in ...\", default \"(n/a)\" for 3.9)",
 	Dialects:    javaDialects,
 	Check: func(p *Pass) {
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			s, ok := JavaSetting(e.Key)
 			if !ok || s.AddedIn == "" || s.AvailableIn(p.view.version) {
 				continue
@@ -668,7 +717,7 @@ var kd409 = &Rule{
 	Remediation: "Keep one line per key: delete the lines the message names as ignored.",
 	Source:      "java.util.Properties.load (a later put replaces an earlier one); config.File.Duplicates (same key, rank and document)",
 	Check: func(p *Pass) {
-		dups := p.File.Duplicates()
+		dups := p.view.duplicates()
 		keys := make([]string, 0, len(dups))
 		for k := range dups {
 			keys = append(keys, k)

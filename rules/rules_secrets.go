@@ -31,6 +31,7 @@ func isReference(val string) bool {
 }
 
 var kd501 = &Rule{
+	PerEntry: true,
 	ID:       "KD501",
 	Title:    "password or private key written in clear",
 	Severity: Error,
@@ -48,7 +49,7 @@ var kd501 = &Rule{
 		"../shared/reference/java-producer-configs.tsv (PASSWORD rows); confluentinc/librdkafka CONFIGURATION.md " +
 		"(sensitive properties)",
 	Check: func(p *Pass) {
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if !clearSecretKeys[e.Key] || strings.TrimSpace(e.Value) == "" || isReference(e.Value) {
 				continue
 			}
@@ -61,6 +62,7 @@ var kd501 = &Rule{
 var jaasCredentialOptions = []string{"password", "clientSecret", "keyPassword", "storePass", "keyPass"}
 
 var kd502 = &Rule{
+	PerEntry: true,
 	ID:       "KD502",
 	Title:    "password inside sasl.jaas.config written in clear",
 	Severity: Error,
@@ -74,7 +76,7 @@ var kd502 = &Rule{
 	Source:   "apache/kafka SaslConfigs SASL_JAAS_CONFIG (Type.PASSWORD), PlainLoginModule/ScramLoginModule options",
 	Dialects: []config.Dialect{config.Java, config.Spring},
 	Check: func(p *Pass) {
-		for _, e := range p.File.Entries {
+		for _, e := range p.Entries {
 			if opt, ok := strings.CutPrefix(e.Key, "spring.kafka.jaas.options."); ok {
 				val := strings.TrimSpace(e.Value)
 				if containsFold(jaasCredentialOptions, opt) && val != "" && !isReference(val) {

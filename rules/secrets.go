@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"hash/maphash"
 	"strings"
 	"sync"
 )
@@ -50,6 +51,37 @@ var secretNames = sync.OnceValue(func() *nameSet {
 // nearest catalog key is within the did-you-mean distance). Every writer
 // calls it (through Redact) before printing a value.
 func IsSecretKey(key string) bool {
+	h := maphash.String(secretSeed, key) % uint64(len(secretCache.slots))
+	secretCache.Lock()
+	slot := secretCache.slots[h]
+	secretCache.Unlock()
+	if slot.ok && slot.key == key {
+		return slot.secret
+	}
+	secret := isSecretKey(key)
+	secretCache.Lock()
+	secretCache.slots[h] = secretSlot{key: key, secret: secret, ok: true}
+	secretCache.Unlock()
+	return secret
+}
+
+// secretCache remembers the last answers of IsSecretKey, one per slot of a
+// direct-mapped table: the engine asks about a key when it builds a
+// finding's evidence and the writers ask again when they write it, and an
+// unknown key's answer costs a did-you-mean search.
+var secretCache struct {
+	sync.Mutex
+	slots [8192]secretSlot
+}
+
+type secretSlot struct {
+	key        string
+	secret, ok bool
+}
+
+var secretSeed = maphash.MakeSeed()
+
+func isSecretKey(key string) bool {
 	k := strings.ToLower(strings.TrimSpace(key))
 	if k == "" {
 		return false

@@ -1,8 +1,11 @@
 package output
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
+	"iter"
 
 	"github.com/kdiag/kdiag/rules"
 )
@@ -36,19 +39,29 @@ type JSONFinding struct {
 	HelpURI  string `json:"help_uri"`
 }
 
-// WriteJSON writes one JSONReport, indented. findings is [] (never null)
-// when there are none.
-func WriteJSON(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, meta Meta) error {
-	fs := prepare(findings)
+// StreamJSON writes one JSONReport, indented, a finding at a time: the
+// document is the one encoding/json would write for the whole report, but
+// no more than one finding is held. findings is [] (never null) when there
+// are none.
+func StreamJSON(w io.Writer, findings iter.Seq[rules.Finding], catalog []*rules.Rule, meta func() Meta) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
 	byID := index(catalog)
-	rep := JSONReport{
-		Tool:     "kdiag",
-		Version:  meta.version(),
-		Findings: make([]JSONFinding, 0, len(fs)),
-		Problems: append([]Problem{}, meta.Problems...),
-		Summary:  Summarize(fs, meta.Files),
+	var c counter
+	m0 := meta()
+	head, err := marshal(struct {
+		Tool    string `json:"tool"`
+		Version string `json:"version"`
+	}{"kdiag", m0.version()}, "")
+	if err != nil {
+		return err
 	}
-	for _, f := range fs {
+	// The head object without its closing brace, then the findings array.
+	bw.Write(head[:len(head)-2])
+	bw.WriteString(",\n  \"findings\": [")
+	n := 0
+	for f := range findings {
+		f = scrub(f)
+		c.add(f)
 		jf := JSONFinding{
 			Rule:     f.RuleID,
 			Severity: f.Severity.String(),
@@ -67,10 +80,44 @@ func WriteJSON(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, met
 				jf.Fix = r.Remediation
 			}
 		}
-		rep.Findings = append(rep.Findings, jf)
+		b, err := marshal(jf, "    ")
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n    ")
+		bw.Write(b)
+		n++
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false) // "<stdin>" reads better than "\u003cstdin\u003e"
-	return enc.Encode(rep)
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	m := meta()
+	tail, err := marshal(struct {
+		Problems []Problem `json:"problems"`
+		Summary  Summary   `json:"summary"`
+	}{append([]Problem{}, m.Problems...), c.summary(m.Files)}, "")
+	if err != nil {
+		return err
+	}
+	bw.WriteString("],\n")
+	bw.Write(tail[2:]) // without the opening brace and its newline
+	bw.WriteByte('\n')
+	return bw.Flush()
+}
+
+// marshal is json.MarshalIndent with kdiag's settings (two-space indent,
+// no HTML escaping: "<stdin>" reads better than "\u003cstdin\u003e"),
+// without the encoder's final newline.
+func marshal(v any, prefix string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent(prefix, "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -11,6 +11,7 @@ package output
 import (
 	"cmp"
 	"io"
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -59,22 +60,51 @@ func (m Meta) version() string {
 	return m.ToolVersion
 }
 
-// Writer writes findings to w in one format. catalog is the rule catalog
-// (rules.All()); a finding whose rule is not in it is still written, with
-// its ID only.
+// Stream writes findings to w in one format as they come: findings is
+// read once, in the order given (Lint's order: path, line, column, rule), and
+// nothing but a running summary is kept, so a million findings take no more
+// memory than one. meta is called once every finding is written, for what is
+// known only then (how many files were linted, what could not be read).
+// catalog is the rule catalog (rules.All()); a finding whose rule is not in
+// it is still written, with its ID only.
+type Stream func(w io.Writer, findings iter.Seq[rules.Finding], catalog []*rules.Rule, meta func() Meta) error
+
+// Streams are the output formats by their -o name.
+var Streams = map[string]Stream{
+	"text":  StreamText,
+	"json":  StreamJSON,
+	"sarif": StreamSARIF,
+}
+
+// Writer writes a slice of findings in one format, in a stable order (path,
+// line, column, rule): the findings are sorted, then given to the Stream of
+// the same name.
 type Writer func(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, meta Meta) error
 
-// Writers are the output formats by their -o name.
+// Writers are the slice forms of Streams, by -o name.
 var Writers = map[string]Writer{
-	"text":  WriteText,
-	"json":  WriteJSON,
-	"sarif": WriteSARIF,
+	"text":  sliceWriter(StreamText),
+	"json":  sliceWriter(StreamJSON),
+	"sarif": sliceWriter(StreamSARIF),
 }
+
+func sliceWriter(s Stream) Writer {
+	return func(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, meta Meta) error {
+		return s(w, slices.Values(sorted(findings)), catalog, func() Meta { return meta })
+	}
+}
+
+// WriteText, WriteJSON and WriteSARIF write a slice of findings.
+var (
+	WriteText  = Writers["text"]
+	WriteJSON  = Writers["json"]
+	WriteSARIF = Writers["sarif"]
+)
 
 // Formats returns the -o names, sorted.
 func Formats() []string {
-	out := make([]string, 0, len(Writers))
-	for k := range Writers {
+	out := make([]string, 0, len(Streams))
+	for k := range Streams {
 		out = append(out, k)
 	}
 	sort.Strings(out)
@@ -95,35 +125,48 @@ type Summary struct {
 
 // Summarize counts findings; files is the number of files linted.
 func Summarize(findings []rules.Finding, files int) Summary {
-	s := Summary{Findings: len(findings), Files: files}
-	paths := map[string]bool{}
+	var c counter
 	for _, f := range findings {
-		switch f.Severity {
-		case rules.Error:
-			s.Errors++
-		case rules.Warning:
-			s.Warnings++
-		default:
-			s.Infos++
-		}
-		paths[f.Path] = true
+		c.add(f)
 	}
-	s.FilesWithFindings = len(paths)
+	return c.summary(files)
+}
+
+// counter keeps a Summary's counts while findings stream by.
+type counter struct {
+	s     Summary
+	paths map[string]bool
+}
+
+func (c *counter) add(f rules.Finding) {
+	c.s.Findings++
+	switch f.Severity {
+	case rules.Error:
+		c.s.Errors++
+	case rules.Warning:
+		c.s.Warnings++
+	default:
+		c.s.Infos++
+	}
+	if c.paths == nil {
+		c.paths = map[string]bool{}
+	}
+	c.paths[f.Path] = true
+}
+
+func (c *counter) summary(files int) Summary {
+	s := c.s
+	s.Files = files
+	s.FilesWithFindings = len(c.paths)
 	if s.Files < s.FilesWithFindings {
 		s.Files = s.FilesWithFindings
 	}
 	return s
 }
 
-// prepare returns the findings every writer writes: secrets scrubbed (a
-// second line of defence behind the engine's own redaction, because a leaked
-// password in a CI log cannot be taken back) and in a stable order (path,
-// line, column, rule), so outputs can be diffed and golden-tested.
-func prepare(findings []rules.Finding) []rules.Finding {
-	out := make([]rules.Finding, len(findings))
-	for i, f := range findings {
-		out[i] = scrub(f)
-	}
+// sorted returns a sorted copy of findings (path, line, column, rule).
+func sorted(findings []rules.Finding) []rules.Finding {
+	out := slices.Clone(findings)
 	slices.SortStableFunc(out, func(a, b rules.Finding) int {
 		return cmp.Or(
 			cmp.Compare(a.Path, b.Path),

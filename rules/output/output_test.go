@@ -297,7 +297,7 @@ type sarifDoc struct {
 		} `json:"tool"`
 		Results []struct {
 			RuleID    string                `json:"ruleId"`
-			RuleIndex int                   `json:"ruleIndex"`
+			RuleIndex *int                  `json:"ruleIndex"`
 			Level     string                `json:"level"`
 			Message   struct{ Text string } `json:"message"`
 			Locations []struct {
@@ -341,14 +341,16 @@ func TestSARIFForGitHub(t *testing.T) {
 			t.Errorf("%s: security-severity present = %v; want it only on the secret rule", r.ID, secSev)
 		}
 	}
-	// Only the rules that fired, in catalog order.
+	// Every rule of the catalog, in catalog order (results are streamed
+	// after the driver, so which rules fire is not known when it is
+	// written).
 	if diff := cmp.Diff([]string{"KD101", "KD201", "KD301", "KD701"}, ids); diff != "" {
 		t.Errorf("driver.rules (-want +got):\n%s", diff)
 	}
 	levels := map[string]string{"KD101": "warning", "KD201": "note", "KD301": "error", "KD701": "warning"}
 	fps := map[string]bool{}
 	for _, r := range run.Results {
-		if r.RuleIndex < 0 || r.RuleIndex >= len(d.Rules) || d.Rules[r.RuleIndex].ID != r.RuleID {
+		if r.RuleIndex == nil || *r.RuleIndex < 0 || *r.RuleIndex >= len(d.Rules) || d.Rules[*r.RuleIndex].ID != r.RuleID {
 			t.Errorf("result %s: ruleIndex %d does not point at its rule", r.RuleID, r.RuleIndex)
 		}
 		if r.Level != levels[r.RuleID] {
@@ -523,5 +525,54 @@ func TestRuleName(t *testing.T) {
 		if got := ruleName(title); got != want {
 			t.Errorf("ruleName(%q) = %q, want %q", title, got, want)
 		}
+	}
+}
+
+// TestSARIFBaseAndNoParentURIs: with a base directory, %SRCROOT% is given in
+// originalUriBaseIds as its file: URI, and a path outside it (../x, or an
+// absolute path elsewhere) is an absolute file: URI, never one that starts
+// with "../".
+func TestSARIFBaseAndNoParentURIs(t *testing.T) {
+	fs := []rules.Finding{
+		{RuleID: "KD101", Severity: rules.Warning, Path: "conf/p.properties", Pos: config.Pos{Line: 1, Col: 1}, Message: "m"},
+		{RuleID: "KD101", Severity: rules.Warning, Path: "../other/p.properties", Pos: config.Pos{Line: 1, Col: 1}, Message: "m"},
+		{RuleID: "KD101", Severity: rules.Warning, Path: "/etc/kafka/p.properties", Pos: config.Pos{Line: 1, Col: 1}, Message: "m"},
+		{RuleID: "KD101", Severity: rules.Warning, Path: "/src/repo/deploy/p.properties", Pos: config.Pos{Line: 1, Col: 1}, Message: "m"},
+	}
+	out := write(t, "sarif", fs, testCatalog(), Meta{Files: 4, BaseDir: "/src/repo"})
+	var log struct {
+		Runs []struct {
+			OriginalURIBaseIDs map[string]struct {
+				URI string `json:"uri"`
+			} `json:"originalUriBaseIds"`
+			Results []struct {
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation sarifArtifact `json:"artifactLocation"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(out, &log); err != nil {
+		t.Fatal(err)
+	}
+	run := log.Runs[0]
+	if got := run.OriginalURIBaseIDs["%SRCROOT%"].URI; got != "file:///src/repo/" {
+		t.Errorf("originalUriBaseIds[%%SRCROOT%%] = %q, want file:///src/repo/", got)
+	}
+	var got []sarifArtifact
+	for _, r := range run.Results {
+		got = append(got, r.Locations[0].PhysicalLocation.ArtifactLocation)
+	}
+	// In the findings' (path) order.
+	want := []sarifArtifact{
+		{URI: "file:///src/other/p.properties"},
+		{URI: "file:///etc/kafka/p.properties"},
+		{URI: "deploy/p.properties", URIBaseID: "%SRCROOT%"},
+		{URI: "conf/p.properties", URIBaseID: "%SRCROOT%"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("artifact locations (-want +got):\n%s", diff)
 	}
 }

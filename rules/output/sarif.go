@@ -1,11 +1,12 @@
 package output
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -42,8 +43,6 @@ type sarifRun struct {
 	// ColumnKind says columns count Unicode code points, as config.Pos
 	// does (SARIF's default is UTF-16 code units, §3.14.26).
 	ColumnKind string `json:"columnKind"`
-	// OriginalURIBaseIDs is left out: GitHub sets %SRCROOT% itself, and an
-	// absolute local path would leak the runner's layout.
 }
 
 // sarifInvocation (§3.20) says whether the run covered every input; an input
@@ -104,7 +103,7 @@ type sarifRuleProps struct {
 
 type sarifResult struct {
 	RuleID              string            `json:"ruleId"`
-	RuleIndex           int               `json:"ruleIndex"`
+	RuleIndex           *int              `json:"ruleIndex,omitempty"`
 	Level               string            `json:"level"`
 	Message             sarifText         `json:"message"`
 	Locations           []sarifLocation   `json:"locations"`
@@ -137,83 +136,121 @@ type sarifRegion struct {
 	StartColumn int `json:"startColumn,omitempty"`
 }
 
-// WriteSARIF writes a SARIF 2.1.0 log with one run. tool.driver.rules
-// describes every rule that fired, in catalog order, and each result points
-// at its rule by ruleId and ruleIndex. Relative paths are written relative to
-// %SRCROOT%, as GitHub code scanning expects; absolute paths as file: URIs.
-func WriteSARIF(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, meta Meta) error {
-	fs := prepare(findings)
-
-	fired := map[string]bool{}
-	for _, f := range fs {
-		fired[f.RuleID] = true
-	}
-	var descs []sarifDescriptor
+// StreamSARIF writes a SARIF 2.1.0 log with one run, a result at a time.
+// tool.driver.rules describes every rule of the catalog, in catalog order
+// (the results come after it and are not held, so which rules fire is not
+// known when it is written), and each result points at its rule by ruleId
+// and ruleIndex; a result whose rule is not in the catalog has its ruleId
+// only. Relative paths are written relative to %SRCROOT%, as GitHub code
+// scanning expects, and %SRCROOT% is given in originalUriBaseIds when the
+// base directory is known; a path outside it is an absolute file: URI,
+// never one that climbs out with "../".
+func StreamSARIF(w io.Writer, findings iter.Seq[rules.Finding], catalog []*rules.Rule, meta func() Meta) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	m0 := meta()
+	descs := []sarifDescriptor{}
 	ruleIndex := map[string]int{}
 	for _, r := range catalog {
-		if r != nil && fired[r.ID] {
-			if _, dup := ruleIndex[r.ID]; !dup {
-				ruleIndex[r.ID] = len(descs)
-				descs = append(descs, describe(r))
-			}
+		if r == nil {
+			continue
+		}
+		if _, dup := ruleIndex[r.ID]; !dup {
+			ruleIndex[r.ID] = len(descs)
+			descs = append(descs, describe(r))
 		}
 	}
-	// A finding whose rule is missing from the catalog (a caller's mistake)
-	// still gets a descriptor, so that ruleIndex is always valid.
-	for _, f := range fs {
-		if _, ok := ruleIndex[f.RuleID]; !ok {
-			ruleIndex[f.RuleID] = len(descs)
-			descs = append(descs, sarifDescriptor{
-				ID: f.RuleID, HelpURI: HelpURI(f.RuleID),
-				DefaultConfiguration: sarifConfig{Level: level(f.Severity)},
-			})
-		}
+	head, err := marshal(sarifTool{Driver: sarifDriver{
+		Name:           "kdiag",
+		Version:        m0.version(),
+		InformationURI: InformationURI,
+		Rules:          descs,
+	}}, "      ")
+	if err != nil {
+		return err
 	}
-	if descs == nil {
-		descs = []sarifDescriptor{}
-	}
-
-	results := make([]sarifResult, 0, len(fs))
+	fmt.Fprintf(bw, "{\n  \"$schema\": %q,\n  \"version\": %q,\n  \"runs\": [\n    {\n      \"tool\": ", sarifSchema, sarifVersion)
+	bw.Write(head)
+	bw.WriteString(",\n      \"results\": [")
+	// The fingerprint leaves out the line, so a finding keeps its identity
+	// when lines are added above it; the occurrence count tells apart
+	// equal findings in one file (findings come sorted by path, so the
+	// counts of one file are dropped when the next file starts).
 	seen := map[string]int{}
-	for _, f := range fs {
+	curPath := ""
+	n := 0
+	for f := range findings {
+		f = scrub(f)
+		if f.Path != curPath {
+			clear(seen)
+			curPath = f.Path
+		}
 		res := sarifResult{
 			RuleID:    f.RuleID,
-			RuleIndex: ruleIndex[f.RuleID],
 			Level:     level(f.Severity),
 			Message:   sarifText{Text: f.Message},
-			Locations: []sarifLocation{{PhysicalLocation: physical(f, meta.BaseDir)}},
+			Locations: []sarifLocation{{PhysicalLocation: physical(f, m0.BaseDir)}},
 		}
-		// The fingerprint leaves out the line, so a finding keeps its
-		// identity when lines are added above it; the occurrence count tells
-		// apart equal findings in one file.
+		if i, ok := ruleIndex[f.RuleID]; ok {
+			res.RuleIndex = &i
+		}
 		fp := fingerprint(f)
 		seen[fp]++
 		res.PartialFingerprints = map[string]string{fingerprintKey: fmt.Sprintf("%s:%d", fp, seen[fp])}
 		if f.Key != "" || f.Evidence != "" || f.Fix != "" {
 			res.Properties = &sarifResultProps{Key: f.Key, Evidence: f.Evidence, Fix: f.Fix}
 		}
-		results = append(results, res)
+		b, err := marshal(res, "        ")
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n        ")
+		bw.Write(b)
+		n++
 	}
+	if n > 0 {
+		bw.WriteString("\n      ")
+	}
+	bw.WriteString("],\n")
+	m := meta()
+	tail := sarifRunTail{
+		Invocations: []sarifInvocation{invocation(m)},
+		ColumnKind:  "unicodeCodePoints",
+	}
+	if base := baseURI(m.BaseDir); base != "" {
+		tail.OriginalURIBaseIDs = map[string]sarifArtifact{srcRoot: {URI: base}}
+	}
+	b, err := marshal(tail, "    ")
+	if err != nil {
+		return err
+	}
+	bw.Write(b[2:]) // without "{\n": the fields go on in the run object, and its "}" closes it
+	bw.WriteString("\n  ]\n}\n")
+	return bw.Flush()
+}
 
-	log := sarifLog{
-		Schema:  sarifSchema,
-		Version: sarifVersion,
-		Runs: []sarifRun{{
-			Tool: sarifTool{Driver: sarifDriver{
-				Name:           "kdiag",
-				Version:        meta.version(),
-				InformationURI: InformationURI,
-				Rules:          descs,
-			}},
-			Invocations: []sarifInvocation{invocation(meta)},
-			Results:     results,
-			ColumnKind:  "unicodeCodePoints",
-		}},
+// sarifRunTail is what a run holds after its results.
+type sarifRunTail struct {
+	Invocations []sarifInvocation `json:"invocations"`
+	ColumnKind  string            `json:"columnKind"`
+	// OriginalURIBaseIDs says where %SRCROOT% is (§3.14.14): the
+	// directory kdiag was run from, the checkout in CI.
+	OriginalURIBaseIDs map[string]sarifArtifact `json:"originalUriBaseIds,omitempty"`
+}
+
+// baseURI is the file: URI of a directory, with the trailing slash SARIF
+// requires of a base URI (§3.14.14); "" when the directory is not known.
+func baseURI(dir string) string {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return ""
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(log)
+	p := filepath.ToSlash(dir)
+	if !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String()
 }
 
 // level maps a severity to a SARIF result level (§3.27.10).
@@ -346,20 +383,36 @@ func invocation(meta Meta) sarifInvocation {
 	return inv
 }
 
-// artifact turns a path into a URI reference (§3.4): relative paths with
-// forward slashes against %SRCROOT%, absolute ones under base made relative
-// the same way, other absolute ones as file: URIs.
+// artifact turns a path into a URI reference (§3.4): a path under base
+// (relative paths are taken from base, the working directory) as a
+// relative URI with forward slashes against %SRCROOT%, anything else as an
+// absolute file: URI. A relative URI never starts with "../": code scanning
+// cannot place a file outside the checkout. Without a base, a relative path
+// stays relative, minus a leading "./", unless it climbs out.
 func artifact(path, base string) sarifArtifact {
-	if filepath.IsAbs(path) && base != "" {
-		if rel, err := filepath.Rel(base, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	abs := path
+	if !filepath.IsAbs(path) && base != "" {
+		abs = filepath.Join(base, path)
+	}
+	if filepath.IsAbs(abs) && base != "" {
+		if rel, err := filepath.Rel(base, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			path = rel
+		} else {
+			path = abs
 		}
 	}
 	p := filepath.ToSlash(path)
+	if !filepath.IsAbs(path) {
+		p = strings.TrimPrefix(p, "./")
+		if p == ".." || strings.HasPrefix(p, "../") {
+			if a, err := filepath.Abs(path); err == nil {
+				path, p = a, filepath.ToSlash(a)
+			}
+		}
+	}
 	if filepath.IsAbs(path) {
 		return sarifArtifact{URI: (&url.URL{Scheme: "file", Path: p}).String()}
 	}
-	p = strings.TrimPrefix(p, "./")
 	return sarifArtifact{URI: (&url.URL{Path: p}).String(), URIBaseID: srcRoot}
 }
 

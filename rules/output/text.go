@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 
 	"github.com/kdiag/kdiag/rules"
 )
 
-// WriteText writes findings compiler style, one per line, so editors and CI
+// StreamText writes findings compiler style, one per line, so editors and CI
 // logs link them to the file:
 //
 //	app.properties:12:1: warning KD101 connections.max.idle.ms is -1: ...
@@ -21,11 +22,15 @@ import (
 // files", or "no findings in 5 files". Like golangci-lint, the findings and
 // the summary are the command's result and go to w (standard output); only
 // diagnostics about the run itself (an unreadable file) go to standard error.
-func WriteText(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, meta Meta) error {
-	bw := bufio.NewWriter(w)
-	fs := prepare(findings)
+//
+// Secrets are masked (scrub) as each finding is written.
+func StreamText(w io.Writer, findings iter.Seq[rules.Finding], catalog []*rules.Rule, meta func() Meta) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
 	byID := index(catalog)
-	for _, f := range fs {
+	var c counter
+	for f := range findings {
+		f = scrub(f)
+		c.add(f)
 		fmt.Fprintf(bw, "%s: %s %s %s\n", Printable(position(f)), f.Severity, Printable(f.RuleID), Printable(f.Message))
 		fix := f.Fix
 		if fix == "" {
@@ -37,7 +42,12 @@ func WriteText(w io.Writer, findings []rules.Finding, catalog []*rules.Rule, met
 			fmt.Fprintf(bw, "    fix: %s\n", Printable(fix))
 		}
 	}
-	fmt.Fprintln(bw, SummaryLine(Summarize(fs, meta.Files)))
+	// With nothing linted and inputs that could not be read, there is no
+	// summary: "no findings in 0 files" would read as a pass, and the
+	// problems are on standard error.
+	if m := meta(); m.Files > 0 || len(m.Problems) == 0 || c.s.Findings > 0 {
+		fmt.Fprintln(bw, SummaryLine(c.summary(m.Files)))
+	}
 	return bw.Flush()
 }
 

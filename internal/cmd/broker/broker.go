@@ -66,7 +66,9 @@ Every request is checked before the embedded cluster reads it, as a real broker'
 SocketServer does: a frame larger than --max-request-bytes (socket.request.max.bytes),
 an unknown API key, a version the broker does not serve, or a request that does not
 parse closes that connection only, with a warning that says why. An ApiVersions
-request of a newer version is answered with UNSUPPORTED_VERSION, as Kafka does.
+request of a newer version is answered with UNSUPPORTED_VERSION, and a CreateTopics or
+CreatePartitions that would make more than 10000 partitions with POLICY_VIOLATION, as
+Kafka does.
 
 Ports 9092, 9093, ... are used when free, other free ports otherwise (it says so).
 Topics are created on first use; --topic pre-creates them.`,

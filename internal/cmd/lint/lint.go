@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,6 +32,9 @@ type LintOptions struct {
 	ReadFile func(name string) ([]byte, error)
 	// ToolVersion is written into json and sarif output.
 	ToolVersion string
+	// Getwd gives the directory relative paths are relative to, %SRCROOT%
+	// in SARIF: os.Getwd unless a test fixes it.
+	Getwd func() (string, error)
 
 	// Args are the inputs: files, directories (walked) and "-" (stdin).
 	Args []string
@@ -63,7 +67,7 @@ var skipDirs = map[string]bool{"vendor": true, "node_modules": true}
 // NewCmdLint returns `kdiag lint`. runF, when set, receives the parsed
 // options instead of running (flag tests).
 func NewCmdLint(f *cmdutil.Factory, runF func(*LintOptions) error) *cobra.Command {
-	opts := &LintOptions{IO: f.IO, ReadFile: readRegular, ToolVersion: toolVersion()}
+	opts := &LintOptions{IO: f.IO, ReadFile: readRegular, Getwd: os.Getwd, ToolVersion: toolVersion()}
 	def := rules.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "lint [flags] FILE|DIR|- ...",
@@ -209,9 +213,11 @@ func runLint(opts *LintOptions) error {
 	}
 
 	// A file named twice (or given and also found in a directory) is linted
-	// once: its findings would otherwise be counted twice.
+	// once: its findings would otherwise be counted twice. Files are linted
+	// in path order, one at a time: each is read, parsed, checked and its
+	// findings written before the next is read, so memory holds one file.
 	seen := map[string]bool{}
-	var files []*config.File
+	var uniq []input
 	for _, in := range inputs {
 		if !in.stdin {
 			key := filepath.Clean(in.name)
@@ -220,63 +226,70 @@ func runLint(opts *LintOptions) error {
 			}
 			seen[key] = true
 		}
-		var data []byte
-		if in.stdin {
-			data, err = io.ReadAll(opts.IO.In)
-		} else {
-			data, err = opts.ReadFile(in.name)
-		}
-		if err != nil {
-			report(in.name, err)
-			continue
-		}
-		d := dialect
-		if d == config.Unknown {
-			d = config.Detect(in.name, data)
-		}
-		f, err := config.Parse(in.name, data, d)
-		if err != nil {
-			report(in.name, err)
-			continue
-		}
-		files = append(files, f)
+		uniq = append(uniq, in)
 	}
+	slices.SortStableFunc(uniq, func(a, b input) int { return strings.Compare(a.name, b.name) })
 
-	findings := rules.Lint(files, ropts)
-	if len(ignore) > 0 {
-		kept := findings[:0]
-		for _, f := range findings {
-			if !ignore[f.RuleID] {
-				kept = append(kept, f)
+	linted := 0
+	failed := false
+	findings := func(yield func(rules.Finding) bool) {
+		for _, in := range uniq {
+			var (
+				data []byte
+				err  error
+			)
+			if in.stdin {
+				data, err = io.ReadAll(opts.IO.In)
+			} else {
+				data, err = opts.ReadFile(in.name)
+			}
+			if err != nil {
+				report(in.name, err)
+				continue
+			}
+			f, err := config.Parse(in.name, data, dialect)
+			data = nil // the file's bytes are not needed past the parse
+			if err != nil {
+				report(in.name, err)
+				continue
+			}
+			linted++
+			for fd := range rules.Findings(f, ropts) {
+				if ignore[fd.RuleID] {
+					continue
+				}
+				if failOn && fd.Severity >= threshold {
+					failed = true
+				}
+				if !yield(fd) {
+					return
+				}
 			}
 		}
-		findings = kept
 	}
 
-	if len(files) == 0 && len(problems) > 0 && opts.Format == "text" {
-		// Nothing could be read: every input has been reported on
-		// standard error, and "no findings in 0 files" would read as a
-		// pass. (json and sarif still write their document, which lists
-		// the problems, for CI artifacts.)
-		return cmdutil.Exit(cmdutil.ExitUsage)
+	base := ""
+	getwd := opts.Getwd
+	if getwd == nil {
+		getwd = os.Getwd
 	}
-	meta := output.Meta{ToolVersion: opts.ToolVersion, Files: len(files), Problems: problems}
-	if wd, err := os.Getwd(); err == nil {
-		meta.BaseDir = wd
+	if wd, err := getwd(); err == nil {
+		base = wd
 	}
-	if err := output.Writers[opts.Format](opts.IO.Out, findings, rules.All(), meta); err != nil {
+	meta := func() output.Meta {
+		return output.Meta{ToolVersion: opts.ToolVersion, Files: linted, Problems: problems, BaseDir: base}
+	}
+	if err := output.Streams[opts.Format](opts.IO.Out, findings, rules.All(), meta); err != nil {
 		return fmt.Errorf("lint: writing %s output: %w", opts.Format, err)
 	}
 	if len(problems) > 0 {
-		// Every unreadable input has been reported above.
+		// Every unreadable input has been reported above; with nothing
+		// linted at all, the text output has no summary either ("no
+		// findings in 0 files" would read as a pass).
 		return cmdutil.Exit(cmdutil.ExitUsage)
 	}
-	if failOn {
-		for _, f := range findings {
-			if f.Severity >= threshold {
-				return cmdutil.Exit(cmdutil.ExitFindings)
-			}
-		}
+	if failed {
+		return cmdutil.Exit(cmdutil.ExitFindings)
 	}
 	return nil
 }

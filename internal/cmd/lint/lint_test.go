@@ -28,7 +28,10 @@ func run(t *testing.T, stdin string, set func(*LintOptions), args ...string) (co
 	def := rules.DefaultOptions()
 	opts := &LintOptions{
 		IO: ios, ReadFile: readRegular, ToolVersion: "v0.0.0-test",
-		Args: args, StdinName: "<stdin>", KafkaVersion: def.KafkaVersion,
+		// The golden SARIF names %SRCROOT%: a fixed directory, not the
+		// checkout's.
+		Getwd: func() (string, error) { return "/src/kdiag/internal/cmd/lint", nil },
+		Args:  args, StdinName: "<stdin>", KafkaVersion: def.KafkaVersion,
 		BrokerIdleMS: def.BrokerIdleMS, FailOn: "warning", Format: "text",
 	}
 	if set != nil {

@@ -3,7 +3,11 @@
 package scan
 
 import (
+	"encoding/json"
+	"time"
+
 	"errors"
+	"github.com/google/go-cmp/cmp"
 	"os"
 	"os/exec"
 	"strconv"
@@ -108,5 +112,65 @@ func TestCheckWithFewFileDescriptors(t *testing.T) {
 	}
 	if strings.Contains(errOut, "permission denied") && !strings.Contains(errOut, "process_api") {
 		t.Errorf("stderr blames permissions for what the fd limit did:\n%s", errOut)
+	}
+}
+
+// TestHeldClosedInEveryOutput runs kdiag on a child whose 5 CLOSE_WAIT
+// sockets keepalive reset out of the kernel's tables: JSON lists exactly
+// them in state CLOSE with the child's pid and fds, empty addresses; the
+// table counts them in HELD-CLOSE; the check counts them.
+func TestHeldClosedInEveryOutput(t *testing.T) {
+	bin := kdiagBinary(t)
+	c := sockettest.StartChild(t, sockettest.Spec{CloseWait: 5, KeepAlive: time.Second, FinTimeout: 2 * time.Second, NetNS: true})
+	pid := strconv.Itoa(c.PID)
+	var doc struct {
+		Sockets []struct {
+			State, Local, Remote string
+			PID, FD              int
+			Inode                uint64
+		}
+		Processes []struct {
+			PID    int
+			States map[string]int
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, errOut, code := runKdiag(t, exec.Command(bin, "scan", "--state", "close-wait,close", "--pid", pid, "-o", "json"))
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if len(doc.Processes) == 1 && doc.Processes[0].States["CLOSE"] == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s: %s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	want := map[int]uint64{}
+	for _, s := range c.CloseWait {
+		want[s.FD] = s.Inode
+	}
+	got := map[int]uint64{}
+	for _, s := range doc.Sockets {
+		if s.State != "CLOSE" || s.PID != c.PID || s.Local != "" || s.Remote != "" {
+			t.Errorf("socket %+v, want CLOSE of pid %d with empty addresses", s, c.PID)
+		}
+		got[s.FD] = s.Inode
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("held sockets by fd (-want +got):\n%s", d)
+	}
+	out, _, _ := runKdiag(t, exec.Command(bin, "scan", "--pid", pid))
+	if !strings.Contains(out, "HELD-CLOSE") || !strings.Contains(strings.Fields(strings.Split(out, "\n")[1])[4], "5") {
+		t.Errorf("table:\n%s\nwant a HELD-CLOSE column with 5", out)
+	}
+	out, _, code := runKdiag(t, exec.Command(bin, "scan", "--state", "close-wait,close", "--pid", pid, "--warn", "3"))
+	if first, _, _ := strings.Cut(out, "\n"); code != 1 || !strings.Contains(first, "0 CLOSE_WAIT and 5 held CLOSE in pid "+pid) {
+		t.Errorf("exit %d, check %q: want WARNING on 5 held CLOSE", code, first)
 	}
 }

@@ -449,6 +449,10 @@ func appendSocketJSON(b []byte, s *netstat.Socket) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(s.PID), 10)
 	b = append(b, `,"fd":`...)
 	b = strconv.AppendInt(b, int64(s.FD), 10)
+	if s.IdleMS > 0 {
+		b = append(b, `,"idle_ms":`...)
+		b = strconv.AppendUint(b, uint64(s.IdleMS), 10)
+	}
 	b = append(b, `,"age_ms":`...)
 	switch {
 	case s.AgeExact():

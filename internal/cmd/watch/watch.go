@@ -211,6 +211,14 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 		n, err := c.Read()
 		return n.Touching(uint32(mask)), err
 	}
+	sc.Transitions = func() ([]netstat.Transition, error) {
+		ts, err := c.Transitions()
+		out := make([]netstat.Transition, len(ts))
+		for i, t := range ts {
+			out[i] = netstat.Transition{Local: t.Local, Remote: t.Remote, New: netstat.State(t.New), At: t.At, Sock: t.Sock}
+		}
+		return out, err
+	}
 	return sc, func() { c.Close() }, nil
 }
 

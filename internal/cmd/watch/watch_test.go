@@ -20,8 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/sockettest"
 	"github.com/kdiag/kdiag/internal/testbin"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
@@ -580,5 +582,137 @@ func TestOutputsAreNotExposed(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "warning: --listen 0.0.0.0:0 serves pids, process names and remote endpoints, without authentication") {
 		t.Errorf("no warning for a listener beyond loopback:\n%s", errOut)
+	}
+}
+
+// TestHeldClosedMetrics watches a child while keepalive resets its 5
+// CLOSE_WAIT sockets out of the kernel's tables: the metrics count them as
+// kdiag_tcp_sockets{state="CLOSE"} toward the broker they had (watch saw
+// them in CLOSE_WAIT first), and the findings say they are held.
+func TestHeldClosedMetrics(t *testing.T) {
+	c := sockettest.StartChild(t, sockettest.Spec{CloseWait: 5, KeepAlive: time.Second, FinTimeout: 2 * time.Second, NetNS: true})
+	dir := t.TempDir()
+	ios, _, out, _ := cmdutil.Test()
+	sc := netstat.NewScanner("/proc")
+	o := &WatchOptions{IO: ios, Interval: 100 * time.Millisecond, Quiet: true, Textfile: dir,
+		Filters: cmdutil.Filters{States: "close-wait,close", PIDs: []int{c.PID}}, Events: "off", Refresh: netstat.DefaultRefreshEvery}
+	if err := o.complete(); err != nil {
+		t.Fatal(err)
+	}
+	// Scan until the 5 are held CLOSE (bounded), then stop.
+	deadline := time.Now().Add(60 * time.Second)
+	o.Scan = sc.Scan
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Context = ctx
+	firstCW := 0
+	o.Scanned = func(n int, s *netstat.Snapshot) {
+		held := 0
+		for _, x := range s.Sockets {
+			switch {
+			case x.State == netstat.Close:
+				held++
+			case n == 1 && x.State == netstat.CloseWait:
+				firstCW++
+			}
+		}
+		if held == 5 || time.Now().After(deadline) {
+			cancel()
+		}
+	}
+	if err := runWatch(o); err != nil {
+		t.Fatal(err)
+	}
+	if firstCW < 5 {
+		t.Skipf("the first scan saw %d of the 5 in CLOSE_WAIT (a very slow start): their remotes cannot be known", firstCW)
+	}
+	f, err := os.Open(filepath.Join(dir, metrics.TextfileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := c.CloseWait[0].Remote.String()
+	got := map[string]float64{}
+	for _, m := range mfs["kdiag_tcp_sockets"].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["pid"] == strconv.Itoa(c.PID) {
+			got[l["state"]+" "+l["remote"]] += m.GetGauge().GetValue()
+		}
+	}
+	if want := map[string]float64{"CLOSE " + remote: 5}; !cmp.Equal(want, got) {
+		t.Errorf("kdiag_tcp_sockets of the child: %v, want %v", got, want)
+	}
+	if !strings.Contains(out.String(), "5 TCP sockets held open by") {
+		t.Errorf("findings lack the held sockets:\n%s", out)
+	}
+}
+
+// TestEventsGiveExactAges watches with --events while CLOSE_WAIT sockets
+// are made whose keepalive (every second) resets tcp_info's last-ACK time:
+// tcp_info then only bounds their age, but the kernel's record of the FIN
+// gives it exactly, and never younger than it is.
+func TestEventsGiveExactAges(t *testing.T) {
+	ios, _, _, _ := cmdutil.Test()
+	o := &WatchOptions{IO: ios, Interval: 100 * time.Millisecond, Quiet: true, Events: "on", Refresh: time.Second,
+		Filters: cmdutil.Filters{States: "close-wait", PIDs: []int{os.Getpid()}}}
+	if err := o.complete(); err != nil {
+		t.Fatal(err)
+	}
+	sc, closeEvents, err := o.scanner("/proc")
+	if errors.Is(err, events.ErrUnavailable) {
+		t.Skipf("events: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEvents()
+	o.Scan = sc.Scan
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Context = ctx
+	var (
+		before, after time.Time
+		port          uint16
+		checked       int
+	)
+	deadline := time.Now().Add(60 * time.Second)
+	o.Scanned = func(n int, s *netstat.Snapshot) {
+		if n == 1 {
+			before = time.Now()
+			cw := sockettest.CloseWait(t, "tcp4", 3, sockettest.KeepAlive(time.Second))
+			after = time.Now()
+			port = cw[0].Remote.Port()
+			return
+		}
+		const tick = 20 * time.Millisecond
+		for _, x := range s.Sockets {
+			if x.Remote.Port() != port {
+				continue
+			}
+			lo, hi := s.Time.Sub(after), s.Time.Sub(before)
+			if !x.AgeExact() || x.Age < lo-tick || x.Age > hi+tick {
+				t.Errorf("scan %d, %s: age %v (exact %v), want exactly between %v and %v", n, x.Local, x.Age, x.AgeExact(), lo, hi)
+			}
+			if s.Time.Sub(after) > 3*time.Second {
+				checked++ // past several answered probes: tcp_info alone would only bound it
+			}
+		}
+		if checked >= 3 || time.Now().After(deadline) {
+			cancel()
+		}
+	}
+	if err := runWatch(o); err != nil {
+		t.Fatal(err)
+	}
+	if checked < 3 {
+		t.Errorf("checked %d sockets past 3 s of probes, want 3", checked)
 	}
 }

@@ -86,13 +86,6 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// accepted is how many connections the cluster accepted.
-func (b *brokerConns) accepted() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.conns)
-}
-
 // idleClose closes every connection accepted so far, as the broker closes
 // idle ones: call it once none has a request pending, so that each close is
 // what an idle close is (a FIN the producer does not expect). It returns

@@ -46,11 +46,11 @@ type Options struct {
 	// compares with (default 600000).
 	BrokerIdleMS int64
 
-	Scan       func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error)
-	Identify   func(netstat.Process) clients.Client
-	Threads    func(pid int) ([]clients.ThreadSample, error)
-	Config     func(pid int, c clients.Client) []procconfig.Source
-	ReadProc   func(pid int) (netstat.Process, error)
+	Scan     func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error)
+	Identify func(netstat.Process) clients.Client
+	Threads  func(pid int) ([]clients.ThreadSample, error)
+	Config   func(pid int, c clients.Client) []procconfig.Source
+	ReadProc func(pid int) (netstat.Process, error)
 	// Sleep waits between samples; nil is a timer on ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 	Arch  string

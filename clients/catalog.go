@@ -265,7 +265,7 @@ var catalog = []*Library{
 		CloseWait: "kafka-python's sender thread reads every connection, so CLOSE_WAIT toward a broker means that thread is not polling (a blocking callback) or producers were dropped without close().",
 		Fix:       "Keep the callbacks of send() short and call producer.close() on every KafkaProducer; keep connections_max_idle_ms (540000) below the broker's connections.max.idle.ms.",
 		Measured: []Measurement{
-			{Version: "2.0.2", HoldsCloseWait: false, Result: "closes on the FIN and reconnects at once (Debian's python3-kafka sends Metadata v1)"},
+			{Version: "2.0.2", HoldsCloseWait: false, Result: "closes on the FIN and reconnects about 50 ms later, idle or not: against kdiag broker --idle 3s an idle producer opened a new connection every 3.25 s (5 idle closes in 18 s, none left in CLOSE_WAIT; Debian's python3-kafka, Metadata v1)"},
 		},
 	},
 	{

@@ -1,9 +1,9 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Parse parses data as dialect d, detecting the dialect first when d is
@@ -11,13 +11,20 @@ import (
 // .yml or .yaml, or, for a name without either extension (standard input),
 // when its content looks like YAML; otherwise as application.properties.
 func Parse(name string, data []byte, d Dialect) (*File, error) {
+	return ParseString(name, string(data), d)
+}
+
+// ParseString is Parse of a string. Keys and values written without
+// escapes are substrings of src, so that a large file is held once: read it
+// into a strings.Builder (whose String does not copy) to parse it this way.
+func ParseString(name, src string, d Dialect) (*File, error) {
 	if d == Unknown {
 		var ok bool
-		if d, ok = detectByName(name, data); !ok {
+		if d, ok = detectByName(name, src); !ok {
 			// Detect by the keys, from the one parse the file needs
 			// anyway.
 			f := &File{Path: name}
-			parsePropertiesInto(f, data)
+			parsePropertiesInto(f, src)
 			if d = detectByKeys(f.Entries); d != Spring {
 				f.Dialect = d
 				return f, nil
@@ -26,16 +33,14 @@ func Parse(name string, data []byte, d Dialect) (*File, error) {
 	}
 	switch d {
 	case Java, Librdkafka:
-		f, err := ParseProperties(name, bytes.NewReader(data))
-		if f != nil {
-			f.Dialect = d
-		}
-		return f, err
+		f := &File{Path: name, Dialect: d}
+		parsePropertiesInto(f, src)
+		return f, nil
 	case Spring:
-		if isYAML(name, data) {
-			return ParseSpringYAML(name, data)
+		if isYAML(name, src) {
+			return ParseSpringYAML(name, []byte(src))
 		}
-		return ParseSpringProperties(name, bytes.NewReader(data))
+		return ParseSpringProperties(name, strings.NewReader(src))
 	}
 	return nil, fmt.Errorf("%s: unknown dialect %d", name, d)
 }

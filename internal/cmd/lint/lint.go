@@ -29,7 +29,7 @@ type LintOptions struct {
 	IO *cmdutil.IOStreams
 	// ReadFile reads an input: readRegular, which refuses what is not a
 	// regular file without blocking on it, unless a test makes one fail.
-	ReadFile func(name string) ([]byte, error)
+	ReadFile func(name string) (string, error)
 	// ToolVersion is written into json and sarif output.
 	ToolVersion string
 	// Getwd gives the directory relative paths are relative to, %SRCROOT%
@@ -230,16 +230,24 @@ func runLint(opts *LintOptions) error {
 	}
 	slices.SortStableFunc(uniq, func(a, b input) int { return strings.Compare(a.name, b.name) })
 
+	// A large file's entries are most of the heap, and live until its
+	// last finding is written: collecting when the heap has grown by 30%
+	// rather than Go's default 100% keeps the peak near what is live
+	// (50 MB of properties: 399 -> 263 MB peak RSS, for 6% more CPU).
+	defer debug.SetGCPercent(debug.SetGCPercent(30))
+
 	linted := 0
 	failed := false
 	findings := func(yield func(rules.Finding) bool) {
 		for _, in := range uniq {
 			var (
-				data []byte
+				data string
 				err  error
 			)
 			if in.stdin {
-				data, err = io.ReadAll(opts.IO.In)
+				var b strings.Builder
+				_, err = io.Copy(&b, opts.IO.In)
+				data = b.String()
 			} else {
 				data, err = opts.ReadFile(in.name)
 			}
@@ -247,8 +255,7 @@ func runLint(opts *LintOptions) error {
 				report(in.name, err)
 				continue
 			}
-			f, err := config.Parse(in.name, data, dialect)
-			data = nil // the file's bytes are not needed past the parse
+			f, err := config.ParseString(in.name, data, dialect)
 			if err != nil {
 				report(in.name, err)
 				continue
@@ -316,7 +323,7 @@ func lintOptions(opts *LintOptions) (rules.Options, error) {
 		if err != nil {
 			return ro, cmdutil.UsageErrorf("lint: --broker-config %s: %v", opts.BrokerConfig, cause(err))
 		}
-		ms, err := rules.BrokerIdleFromFile(opts.BrokerConfig, strings.NewReader(string(data)))
+		ms, err := rules.BrokerIdleFromFile(opts.BrokerConfig, strings.NewReader(data))
 		if err != nil {
 			return ro, cmdutil.UsageErrorf("lint: --broker-config: %v", err)
 		}

@@ -230,11 +230,11 @@ func TestUnreadableAmongGood(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling.properties")); err != nil {
 		t.Fatal(err)
 	}
-	readFile := func(name string) ([]byte, error) {
+	readFile := func(name string) (string, error) {
 		if name == locked {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+			return "", &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
 		}
-		return os.ReadFile(name)
+		return readRegular(name)
 	}
 	missing := filepath.Join(dir, "missing.yml")
 

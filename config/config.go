@@ -97,8 +97,19 @@ type Problem struct {
 
 // File is a parsed configuration file.
 type File struct {
-	Path     string    `json:"path"`
-	Dialect  Dialect   `json:"-"`
+	Path    string  `json:"path"`
+	Dialect Dialect `json:"-"`
+	// Source says where in the file the configuration was found when it is
+	// not the file itself: SourceLog for a ProducerConfig block of a log,
+	// and the other Source* constants. "" is a configuration file.
+	Source string `json:"source,omitempty"`
+	// Origin is where findings about the configuration as a whole (a key
+	// it lacks) are reported: its first line, 1:1 for a whole file (the
+	// zero Pos means 1:1), the header line of a log block.
+	Origin Pos `json:"origin,omitzero"`
+	// KafkaVersion is the Java client version the file says it comes
+	// from (a log's "Kafka version:" line), "" when it does not say.
+	KafkaVersion string `json:"kafka_version,omitempty"`
 	Entries  []Entry   `json:"entries"`
 	Comments []Comment `json:"comments,omitempty"`
 	Problems []Problem `json:"problems,omitempty"`

@@ -14,6 +14,21 @@ func Parse(name string, data []byte, d Dialect) (*File, error) {
 	return ParseString(name, string(data), d)
 }
 
+// ParseAll parses one input into the configurations it holds: one File
+// for a configuration file; for an application log (a name ending in .log,
+// or content with a "ProducerConfig values:" block) one File per block, none
+// when it has no block. d applies to configuration files only.
+func ParseAll(name, src string, d Dialect) ([]*File, error) {
+	if strings.HasSuffix(strings.ToLower(name), ".log") || IsProducerLog(src) {
+		return ParseProducerLog(name, src), nil
+	}
+	f, err := ParseString(name, src, d)
+	if err != nil {
+		return nil, err
+	}
+	return []*File{f}, nil
+}
+
 // ParseString is Parse of a string. Keys and values written without
 // escapes are substrings of src, so that a large file is held once: read it
 // into a strings.Builder (whose String does not copy) to parse it this way.

@@ -224,3 +224,44 @@ func TestEscapeRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestParseProducerLog(t *testing.T) {
+	log := "2026-12-01 10:16:40.118  INFO 1 --- [main] o.a.k.c.p.ProducerConfig : ProducerConfig values: \r\n" +
+		"\tacks = -1\r\n" +
+		"\tbootstrap.servers = [b1:9092, b2:9092]\r\n" +
+		"\tkey.serializer = class org.apache.kafka.common.serialization.StringSerializer\r\n" +
+		"\tssl.key.password = [hidden]\r\n" +
+		"\ttransactional.id = null\r\n" +
+		"\tclient.id = café\r\n" +
+		"\r\n" +
+		"2026-12-01 10:16:40.201  INFO 1 --- [main] o.a.k.c.u.AppInfoParser : Kafka version: 3.9.0\r\n" +
+		"[x] INFO ConsumerConfig values: \n\tgroup.id = g\n" +
+		"[y] INFO ProducerConfig values: \n\tlinger.ms = 5\n"
+	if !IsProducerLog(log) {
+		t.Fatal("IsProducerLog = false")
+	}
+	files := ParseProducerLog("app.log", log)
+	if len(files) != 2 {
+		t.Fatalf("%d blocks, want 2", len(files))
+	}
+	want := []Entry{
+		{Key: "acks", RawKey: "acks", Value: "-1", KeyPos: Pos{2, 2}, ValuePos: Pos{2, 9}},
+		{Key: "bootstrap.servers", RawKey: "bootstrap.servers", Value: "b1:9092,b2:9092", RawValue: "[b1:9092, b2:9092]", KeyPos: Pos{3, 2}, ValuePos: Pos{3, 22}},
+		{Key: "key.serializer", RawKey: "key.serializer", Value: "org.apache.kafka.common.serialization.StringSerializer",
+			RawValue: "class org.apache.kafka.common.serialization.StringSerializer", KeyPos: Pos{4, 2}, ValuePos: Pos{4, 19}},
+		{Key: "ssl.key.password", RawKey: "ssl.key.password", Value: "[hidden]", KeyPos: Pos{5, 2}, ValuePos: Pos{5, 21}},
+		{Key: "client.id", RawKey: "client.id", Value: "café", KeyPos: Pos{7, 2}, ValuePos: Pos{7, 14}},
+	}
+	if diff := cmp.Diff(want, files[0].Entries); diff != "" {
+		t.Errorf("first block (-want +got):\n%s", diff)
+	}
+	if f := files[0]; f.Source != SourceLog || f.Dialect != Java || f.Origin != (Pos{1, 71}) || f.KafkaVersion != "3.9.0" {
+		t.Errorf("first block: source %q dialect %v origin %v version %q", f.Source, f.Dialect, f.Origin, f.KafkaVersion)
+	}
+	if f := files[1]; len(f.Entries) != 1 || f.Entries[0].Key != "linger.ms" || f.Origin != (Pos{12, 10}) || f.KafkaVersion != "" {
+		t.Errorf("second block: %+v", f)
+	}
+	if IsProducerLog("a=b\n# ProducerConfig values: in a comment, not at a line's end\n") {
+		t.Error("IsProducerLog took a comment for a block")
+	}
+}

@@ -103,7 +103,7 @@ func Findings(f *config.File, opts Options) iter.Seq[Finding] {
 					fd.Fix = r.Remediation
 				}
 				if fd.Pos.Line == 0 {
-					fd.Pos = filePos
+					fd.Pos = originOf(f)
 				}
 				if !strings.HasPrefix(fd.RuleID, "KD9") && suppressed(fd, dirs) {
 					return
@@ -176,6 +176,15 @@ func inFileOrder(es []config.Entry) bool {
 	return true
 }
 
+// originOf is where findings about a configuration as a whole go: its
+// Origin (a log block's header line), else filePos.
+func originOf(f *config.File) config.Pos {
+	if f.Origin.Line > 0 {
+		return f.Origin
+	}
+	return filePos
+}
+
 // filePos is where findings about the file as a whole (a missing key, a
 // default value) are reported: its first line, so that a `kdiag:ignore`
 // comment on line 1 can suppress them.
@@ -237,7 +246,14 @@ func newView(f *config.File, opts Options) *fileView {
 	if v.dialect == config.Unknown {
 		v.dialect = config.Java
 	}
-	ver, err := ParseVersion(opts.KafkaVersion)
+	want := opts.KafkaVersion
+	if f.KafkaVersion != "" {
+		// The file says which client wrote it (a log's "Kafka version:").
+		if _, err := ParseVersion(f.KafkaVersion); err == nil {
+			want = f.KafkaVersion
+		}
+	}
+	ver, err := ParseVersion(want)
 	if err != nil {
 		// Options.Validate reports a bad version; linting goes on with
 		// the default rather than checking nothing.
@@ -352,6 +368,12 @@ func (v *fileView) libValue(keys ...string) (val string, e config.Entry, set, ok
 // looked for in other text.
 func (v *fileView) evidence(e config.Entry) string {
 	val := shown(e)
+	if e.RawValue != "" && val == e.Value {
+		val = e.RawValue // as written: 16KB, not the 16384 Spring makes of it
+	}
+	if v.f.Source == config.SourceLog {
+		return e.RawKey + " = " + val // as AbstractConfig.logAll writes it
+	}
 	if v.yaml {
 		return e.RawKey + ": " + val
 	}
@@ -397,7 +419,7 @@ func (p *Pass) reportKey(e config.Entry, sev Severity, msg, fix string) {
 // reportFile reports a problem of the file as a whole (a missing key, a
 // default that does not fit), at its first line.
 func (p *Pass) reportFile(key string, sev Severity, msg, fix string) {
-	p.Report(Finding{Severity: sev, Message: msg, Pos: filePos, Key: key, Fix: fix})
+	p.Report(Finding{Severity: sev, Message: msg, Pos: originOf(p.File), Key: key, Fix: fix})
 }
 
 // directive is one `kdiag:ignore` comment.

@@ -73,7 +73,11 @@ func NewCmdLint(f *cmdutil.Factory, runF func(*LintOptions) error) *cobra.Comman
 		Use:   "lint [flags] FILE|DIR|- ...",
 		Short: "Check producer configuration for connection risks and rejected settings",
 		Long: `Check Kafka producer configuration files: Java client .properties, librdkafka
-properties, and Spring Boot application.properties / application.yml.
+properties, and Spring Boot application.properties / application.yml; and
+the effective configuration the Java client logs at INFO when it creates a
+producer ("ProducerConfig values:" blocks in an application log: a file
+named *.log, or any input that holds such a block; each block is linted on
+its own, against the Kafka version the log names).
 
 Each input is a file, a directory (searched recursively for *.properties,
 *.yml, *.yaml and *.conf, skipping hidden directories, vendor and
@@ -255,13 +259,15 @@ func runLint(opts *LintOptions) error {
 				report(in.name, err)
 				continue
 			}
-			f, err := config.ParseString(in.name, data, dialect)
+			// One input may hold several configurations (a log, one
+			// block per producer), each linted on its own.
+			fs, err := config.ParseAll(in.name, data, dialect)
 			if err != nil {
 				report(in.name, err)
 				continue
 			}
 			linted++
-			for fd := range rules.Findings(f, ropts) {
+			for fd := range rules.LintAll(fs, ropts) {
 				if ignore[fd.RuleID] {
 					continue
 				}

@@ -109,8 +109,8 @@ type File struct {
 	Origin Pos `json:"origin,omitzero"`
 	// KafkaVersion is the Java client version the file says it comes
 	// from (a log's "Kafka version:" line), "" when it does not say.
-	KafkaVersion string `json:"kafka_version,omitempty"`
-	Entries  []Entry   `json:"entries"`
-	Comments []Comment `json:"comments,omitempty"`
-	Problems []Problem `json:"problems,omitempty"`
+	KafkaVersion string    `json:"kafka_version,omitempty"`
+	Entries      []Entry   `json:"entries"`
+	Comments     []Comment `json:"comments,omitempty"`
+	Problems     []Problem `json:"problems,omitempty"`
 }

@@ -167,7 +167,7 @@ func TestLibrdkafkaCatalogConsistent(t *testing.T) {
 			continue
 		}
 		e := config.Entry{Key: s.Name, RawKey: s.Name, Value: s.Default}
-		if vp := checkLibValue(e, s); vp != nil {
+		for _, vp := range checkLibValue(e, s) {
 			t.Errorf("%s: default %q fails its own range: %s", s.Name, s.Default, vp.Msg)
 		}
 	}

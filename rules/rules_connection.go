@@ -38,11 +38,12 @@ func (v *fileView) libInt(keys ...string) (n int64, e config.Entry, set, ok bool
 	if !ok {
 		return 0, e, set, false
 	}
-	n, err := parseJavaInt(val, 64)
-	if err != nil {
-		return 0, e, set, false
+	// As librdkafka reads it: (int)strtol(value, &end, 0).
+	r := readLibInt(val)
+	if !r.ok {
+		return 0, e, set, false // KD401 reports it
 	}
-	return n, e, set, true
+	return r.val, e, set, true
 }
 
 const (

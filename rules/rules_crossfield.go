@@ -488,5 +488,5 @@ func checkAcks(e config.Entry) *ValueError {
 	if strings.EqualFold(val, "all") {
 		hint = " (values are case-sensitive: write all)"
 	}
-	return &ValueError{"KD308", fmt.Sprintf("%s: %q is not one of all, -1, 0, 1%s: the producer throws ConfigException", name(e), e.Value, hint)}
+	return &ValueError{Rule: "KD308", Msg: fmt.Sprintf("%s: %q is not one of all, -1, 0, 1%s: the producer throws ConfigException", name(e), e.Value, hint)}
 }

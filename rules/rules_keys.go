@@ -38,6 +38,9 @@ type ValueError struct {
 	// Msg is the finding's message, starting with the key:
 	// `linger.ms: "5s" is not a number of milliseconds`.
 	Msg string
+	// Severity is the finding's, when it is not the rule's (0): a value
+	// librdkafka accepts but reads otherwise than it reads is a warning.
+	Severity Severity
 }
 
 // Error returns the finding's message.
@@ -71,7 +74,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 		if dataSizeRE().MatchString(val) {
 			return nil
 		}
-		return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, shown(e))}
+		return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, shown(e))}
 	}
 	var num float64
 	isNum := false
@@ -79,21 +82,21 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 	case "INT", "SHORT", "LONG":
 		n, err := parseJavaInt(val, intBits(s.Type))
 		if err == errRange {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, shown(e), intBits(s.Type))}
+			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, shown(e), intBits(s.Type))}
 		}
 		if err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
+			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
 		}
 		num, isNum = float64(n), true
 	case "DOUBLE":
 		f, err := parseJavaDouble(val)
 		if err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a decimal number", key, shown(e))}
+			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not a decimal number", key, shown(e))}
 		}
 		num, isNum = f, true
 	case "BOOLEAN":
 		if _, err := parseJavaBool(val); err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
+			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
 		}
 	}
 	if isNum && (s.HasMin || s.HasMax) {
@@ -105,7 +108,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 			if len(s.Extra) > 0 {
 				allowed += " (or " + strings.Join(s.Extra, ", ") + ")"
 			}
-			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, shownVal(e, val), allowed)}
+			return &ValueError{Rule: "KD402", Msg: fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, shownVal(e, val), allowed)}
 		}
 	}
 	if e.Key == "acks" {
@@ -123,51 +126,91 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 			if !s.EnumFold && containsFold(s.Enum, val) {
 				hint = " (values are case-sensitive)"
 			}
-			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s%s", key, shown(e), strings.Join(s.Enum, ", "), hint)}
+			return &ValueError{Rule: "KD403", Msg: fmt.Sprintf("%s: %q is not one of %s%s", key, shown(e), strings.Join(s.Enum, ", "), hint)}
 		}
 	}
 	if s.NonEmpty && val == "" {
-		return &ValueError{"KD403", fmt.Sprintf("%s: an empty value is not allowed (the Java client requires a non-empty string)", key)}
+		return &ValueError{Rule: "KD403", Msg: fmt.Sprintf("%s: an empty value is not allowed (the Java client requires a non-empty string)", key)}
 	}
 	return nil
 }
 
-// checkLibValue checks a value against a librdkafka property's type and range.
-func checkLibValue(e config.Entry, s LibSetting) *ValueError {
+// checkLibValue checks a value as librdkafka's rd_kafka_conf_set does
+// (src/rdkafka_conf.c rd_kafka_anyconf_set_prop): an integer with
+// (int)strtol(value, &end, 0), a float with strtod, failing only when
+// nothing parses, then the range. What librdkafka accepts but reads
+// differently from what is written is a warning: text after the number
+// (ignored: "9m" is 9), an octal reading (a leading 0: "010" is 8), a number
+// the int cast wraps.
+func checkLibValue(e config.Entry, s LibSetting) []*ValueError {
 	val := strings.TrimSpace(e.Value)
 	key := name(e)
+	outside := func(f float64) bool { return (s.HasMin && f < s.Min) || (s.HasMax && f > s.Max) }
+	rng := rangeText(s.HasMin, s.HasMax, s.Min, s.Max)
 	switch s.Type {
-	case "integer", "float":
+	case "integer":
 		if (e.Key == "acks" || e.Key == "request.required.acks") && strings.EqualFold(val, "all") {
-			return nil
+			return nil // the property's string-to-int map
 		}
-		var f float64
-		if s.Type == "integer" {
-			n, err := parseJavaInt(val, 32)
-			if err != nil {
-				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
+		r := readLibInt(val)
+		if !r.ok {
+			return []*ValueError{{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not %s: librdkafka fails with \"Invalid value for configuration property\"", key, shown(e), noun(e.Key))}}
+		}
+		var out []*ValueError
+		if r.rest != "" {
+			out = append(out, &ValueError{Rule: "KD401", Severity: Warning, Msg: fmt.Sprintf(
+				"%s: librdkafka reads %q as %d and ignores %q after the number (strtol stops there): the setting is %d, not what %q says",
+				key, shown(e), r.val, r.rest, r.val, shown(e))})
+		}
+		if r.base == 8 && r.long != 0 {
+			if dec, err := strconv.ParseInt(strings.TrimLeft(val[:len(val)-len(r.rest)], " +-0"), 10, 64); err != nil || dec != abs64(r.long) {
+				out = append(out, &ValueError{Rule: "KD401", Severity: Warning, Msg: fmt.Sprintf(
+					"%s: librdkafka reads %q as octal (a leading 0 means base 8 to strtol): %d", key, shown(e), r.val)})
 			}
-			f = float64(n)
-		} else {
-			x, err := strconv.ParseFloat(val, 64)
-			if err != nil {
-				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a number", key, shown(e))}
-			}
-			f = x
 		}
-		if (s.HasMin && f < s.Min) || (s.HasMax && f > s.Max) {
-			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, shownVal(e, val), rangeText(s.HasMin, s.HasMax, s.Min, s.Max))}
+		switch {
+		case outside(float64(r.val)) && r.wrapped:
+			out = append(out, &ValueError{Rule: "KD402", Msg: fmt.Sprintf(
+				"%s: librdkafka reads %s as %d (strtol's long is cast to int), which is not %s: it refuses the value",
+				key, shownVal(e, val), r.val, rng)})
+		case outside(float64(r.val)):
+			out = append(out, &ValueError{Rule: "KD402", Msg: fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, shownVal(e, val), rng)})
+		case r.wrapped:
+			out = append(out, &ValueError{Rule: "KD402", Severity: Warning, Msg: fmt.Sprintf(
+				"%s: librdkafka reads %s as %d: strtol's long is cast to int, which wraps", key, shownVal(e, val), r.val)})
 		}
+		return out
+	case "float":
+		f, n := strtod(val)
+		if n == 0 {
+			return []*ValueError{{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not a number: librdkafka fails with \"Invalid value for configuration property\"", key, shown(e))}}
+		}
+		var out []*ValueError
+		if rest := strings.TrimRight(val[n:], " \t"); rest != "" {
+			out = append(out, &ValueError{Rule: "KD401", Severity: Warning, Msg: fmt.Sprintf(
+				"%s: librdkafka reads %q as %s and ignores %q after the number (strtod stops there)", key, shown(e), fmtNum(f), rest)})
+		}
+		if outside(f) {
+			out = append(out, &ValueError{Rule: "KD402", Msg: fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, shownVal(e, val), rng)})
+		}
+		return out
 	case "boolean":
 		if _, err := parseLibBool(val); err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
+			return []*ValueError{{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not true or false", key, shown(e))}}
 		}
 	case "enum value":
 		if !containsFold(s.Enum, val) {
-			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s", key, shown(e), strings.Join(s.Enum, ", "))}
+			return []*ValueError{{Rule: "KD403", Msg: fmt.Sprintf("%s: %q is not one of %s", key, shown(e), strings.Join(s.Enum, ", "))}}
 		}
 	}
 	return nil
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // shownVal is val (the trimmed value of e) as a message may print it.
@@ -189,16 +232,20 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 		Check: func(p *Pass) {
 			v := p.view
 			for _, e := range p.Entries {
-				var vp *ValueError
+				var vps []*ValueError
 				if v.dialect == config.Librdkafka {
 					if s, ok := LibrdkafkaSetting(e.Key); ok {
-						vp = checkLibValue(e, s)
+						vps = checkLibValue(e, s)
 					}
 				} else if s, ok := JavaSetting(e.Key); ok && s.AvailableIn(v.version) {
-					vp = checkJavaValue(e, s, v.dialect == config.Spring)
+					if vp := checkJavaValue(e, s, v.dialect == config.Spring); vp != nil {
+						vps = []*ValueError{vp}
+					}
 				}
-				if vp != nil && vp.Rule == id {
-					p.reportValue(e, 0, vp.Msg, "")
+				for _, vp := range vps {
+					if vp.Rule == id {
+						p.reportValue(e, vp.Severity, vp.Msg, "")
+					}
 				}
 			}
 		},

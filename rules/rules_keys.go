@@ -737,7 +737,7 @@ var kd408 = &Rule{
 	Severity: Warning,
 	Category: "keys",
 	Rationale: "Some producer configs are newer than the client the file is for: metadata.recovery.rebootstrap." +
-		"trigger.ms and config.providers came with 4.0, the sasl.oauthbearer.assertion.* and jwt " +
+		"trigger.ms came with 4.0, the sasl.oauthbearer.assertion.* and jwt " +
 		"retriever/validator configs with 4.1 (KIP-1139), transaction.two.phase.commit.enable with KIP-939. An " +
 		"older client ignores them as unknown, so the behaviour they promise does not happen. The version " +
 		"comes from --kafka-version (default 4.1).",
@@ -750,12 +750,48 @@ var kd408 = &Rule{
 		}
 		for _, e := range p.Entries {
 			s, ok := JavaSetting(e.Key)
-			if !ok || s.AddedIn == "" || s.AvailableIn(p.view.version) {
+			if !ok || s.AddedIn == "" || s.AvailableIn(p.view.version) || e.Key == "config.providers" {
+				// config.providers became a ProducerConfig key in 4.0,
+				// but AbstractConfig has resolved config providers for
+				// every client config since 2.x (3.9
+				// AbstractConfig.resolveConfigVariables): an older
+				// producer uses it too, though it logs it as unused.
 				continue
 			}
 			p.reportKey(e, 0, fmt.Sprintf("%s exists from Kafka %s on: a %s producer ignores it", name(e), s.AddedIn, p.view.version), "")
 		}
 	},
+}
+
+// reportLibAliases reports librdkafka properties set under more than one
+// of their names (linger.ms and queue.buffering.max.ms): each
+// rd_kafka_conf_set overwrites the same property, so the name set last wins
+// and the others are dead lines.
+func reportLibAliases(p *Pass) {
+	v := p.view
+	done := map[string]bool{}
+	for _, s := range LibrdkafkaSettings() {
+		names := withAliases([]string{s.Name})
+		if len(names) < 2 || done[names[0]] {
+			continue
+		}
+		for _, n := range names {
+			done[n] = true
+		}
+		_, winKey, ok := v.getAny(names...)
+		if !ok {
+			continue
+		}
+		win, _ := v.get(winKey)
+		for _, n := range names {
+			e, set := v.get(n)
+			if !set || n == winKey {
+				continue
+			}
+			p.reportKey(e, 0, fmt.Sprintf("%s is the same librdkafka property as %s, set again on line %d, which wins: this line has no effect",
+				name(e), winKey, win.KeyPos.Line), fmt.Sprintf("Keep one of %s.", strings.Join(names, " and ")))
+		}
+	}
 }
 
 var kd409 = &Rule{
@@ -770,6 +806,9 @@ var kd409 = &Rule{
 	Remediation: "Keep one line per key: delete the lines the message names as ignored.",
 	Source:      "java.util.Properties.load (a later put replaces an earlier one); config.File.Duplicates (same key, rank and document)",
 	Check: func(p *Pass) {
+		if p.view.dialect == config.Librdkafka {
+			reportLibAliases(p)
+		}
 		dups := p.view.duplicates()
 		keys := make([]string, 0, len(dups))
 		for k := range dups {

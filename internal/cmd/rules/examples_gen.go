@@ -10,6 +10,7 @@ var ruleExamples = map[string]Example{
 	"KD104": {File: "rdkafka-bad-explicit.properties", Text: "bootstrap.servers=b1:9092,b2:9092\nconnections.max.idle.ms=0  # want KD104\n"},
 	"KD105": {File: "bad.properties", Text: "bootstrap.servers=b1:9092,b2:9092\nreconnect.backoff.ms=500  # want KD105\n"},
 	"KD106": {File: "bad-high.properties", Text: "bootstrap.servers=b1:9092,b2:9092\nmetadata.max.age.ms=7200000  # want KD106\n"},
+	"KD107": {File: "rdkafka-bad-default-max.properties", Text: "bootstrap.servers=b1:9092,b2:9092\nconnections.max.idle.ms=540000\nreconnect.backoff.ms=20000  # want KD107\n"},
 	"KD201": {File: "bad-empty.properties", Text: "acks=all\nbootstrap.servers=  # want KD201\n"},
 	"KD202": {File: "bad-no-port.properties", Text: "bootstrap.servers=b1:9092,b2  # want KD202\n"},
 	"KD203": {File: "bad.properties", Text: "bootstrap.servers=b1:9092  # want KD203\n"},

@@ -83,7 +83,15 @@ func Findings(f *config.File, opts Options) iter.Seq[Finding] {
 		if f == nil {
 			return
 		}
+		d := f.Dialect
+		if d == config.Unknown {
+			d = config.Java
+		}
+		// The rules see the values placeholders resolve to; what became
+		// of each placeholder is in the view.
+		f, phs := resolvePlaceholders(f, d, opts.Env)
 		v := newView(f, opts)
+		v.setPlaceholders(phs)
 		v.knownRule = func(id string) bool { _, ok := Lookup(id); return ok }
 		for _, r := range catalog {
 			v.ruleIDs = append(v.ruleIDs, r.ID)
@@ -104,6 +112,9 @@ func Findings(f *config.File, opts Options) iter.Seq[Finding] {
 				}
 				if fd.Pos.Line == 0 {
 					fd.Pos = originOf(f)
+				}
+				if note := v.notes[fd.Pos]; note != "" && fd.RuleID != "KD410" && fd.RuleID != "KD411" {
+					fd.Message += " " + note
 				}
 				if !strings.HasPrefix(fd.RuleID, "KD9") && suppressed(fd, dirs) {
 					return
@@ -235,6 +246,11 @@ type fileView struct {
 	eff map[string]int32
 	// repeated are the keys written more than once (KD409 looks at them).
 	repeated map[string]bool
+	// placeholders says what became of each entry's placeholders, by its
+	// KeyPos; notes what a finding at a resolved entry's key or value
+	// adds to its message (where the value came from).
+	placeholders map[config.Pos]*placeholder
+	notes        map[config.Pos]string
 	// knownRule and ruleIDs give the KD9xx rules the catalog without the
 	// rule values referring to it (which would be an initialization cycle).
 	knownRule func(string) bool
@@ -295,6 +311,39 @@ func effective(f *config.File) (map[string]int32, map[string]bool) {
 	return eff, repeated
 }
 
+// setPlaceholders records what resolvePlaceholders found, by entry index.
+func (v *fileView) setPlaceholders(phs map[int]*placeholder) {
+	if len(phs) == 0 {
+		return
+	}
+	v.placeholders = map[config.Pos]*placeholder{}
+	v.notes = map[config.Pos]string{}
+	for i, ph := range phs {
+		e := v.f.Entries[i]
+		v.placeholders[e.KeyPos] = ph
+		if ph.kind == phResolved && ph.note != "" {
+			v.notes[e.KeyPos], v.notes[e.ValuePos] = ph.note, ph.note
+		}
+	}
+}
+
+// placeholderOf returns what became of an entry's placeholders (nil: it
+// has none).
+func (v *fileView) placeholderOf(e config.Entry) *placeholder {
+	if v.placeholders == nil {
+		return nil
+	}
+	return v.placeholders[e.KeyPos]
+}
+
+// unknown reports whether an entry's value is not known here: it comes at
+// run time, or it is placeholder text nothing resolves (KD410 reports it,
+// and no other rule checks it).
+func (v *fileView) unknown(e config.Entry) bool {
+	ph := v.placeholderOf(e)
+	return ph != nil && ph.kind != phResolved
+}
+
 // get returns the effective entry of key.
 func (v *fileView) get(key string) (config.Entry, bool) {
 	i, ok := v.eff[key]
@@ -337,6 +386,9 @@ func (v *fileView) duplicates() map[string][]config.Entry {
 // whether the file sets it; ok is false when there is neither.
 func (v *fileView) javaValue(key string) (val string, e config.Entry, set, ok bool) {
 	if e, found := v.get(key); found {
+		if v.unknown(e) {
+			return "", e, true, false
+		}
 		return strings.TrimSpace(e.Value), e, true, true
 	}
 	s, found := JavaSetting(key)
@@ -353,6 +405,9 @@ func (v *fileView) javaValue(key string) (val string, e config.Entry, set, ok bo
 func (v *fileView) libValue(keys ...string) (val string, e config.Entry, set, ok bool) {
 	keys = withAliases(keys)
 	if e, _, found := v.getAny(keys...); found {
+		if v.unknown(e) {
+			return "", e, true, false
+		}
 		return strings.TrimSpace(e.Value), e, true, true
 	}
 	for _, k := range keys {

@@ -469,7 +469,7 @@ var kd308 = &Rule{
 	Dialects: javaDialects,
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
-			if e.Key != "acks" {
+			if e.Key != "acks" || p.view.unknown(e) {
 				continue
 			}
 			if ve := checkAcks(e); ve != nil {

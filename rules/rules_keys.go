@@ -232,6 +232,9 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 		Check: func(p *Pass) {
 			v := p.view
 			for _, e := range p.Entries {
+				if v.unknown(e) {
+					continue // KD410, KD411
+				}
 				var vps []*ValueError
 				if v.dialect == config.Librdkafka {
 					if s, ok := LibrdkafkaSetting(e.Key); ok {

@@ -53,7 +53,7 @@ var kd501 = &Rule{
 			return // the log shows a password as [hidden]
 		}
 		for _, e := range p.Entries {
-			if !clearSecretKeys[e.Key] || strings.TrimSpace(e.Value) == "" || isReference(e.Value) {
+			if !clearSecretKeys[e.Key] || strings.TrimSpace(e.Value) == "" || isReference(e.Value) || p.view.placeholderOf(e) != nil {
 				continue
 			}
 			p.reportValue(e, 0, fmt.Sprintf("%s holds a secret in clear (value hidden)", name(e)), "")

@@ -56,6 +56,10 @@ type LintOptions struct {
 	Format string
 	// Ignore lists rule IDs whose findings are dropped.
 	Ignore []string
+	// EnvFile is an environment file (NAME=value lines) whose variables
+	// resolve placeholders: Spring's ${NAME:default}, the Java client's
+	// ${env:NAME}, a template's ${NAME}.
+	EnvFile string
 }
 
 // configExts are the file names a directory walk picks up.
@@ -89,6 +93,13 @@ compiler style file:line:col: severity RULE message, then the fix); problems
 with the run itself, such as a file that cannot be read, go to standard
 error. Values of password-type keys are never printed.
 
+Placeholders: a Kafka config provider variable (${env:NAME},
+${file:path:key}) of a provider config.providers declares, and a Spring
+placeholder without a default, are values known at run time and are not
+checked (KD411); a Spring placeholder's default is checked, and the finding
+says it is the default; a variable of an undeclared provider, or template
+text, is reported (KD410). --env FILE resolves them from NAME=value lines.
+
 A finding is suppressed by a comment on its line or the line above:
   # kdiag:ignore KD101 the broker never closes idle connections here
 The rules are listed by 'kdiag rules' and explained by 'kdiag rules explain ID'.
@@ -103,6 +114,12 @@ Exit status:
 
   # A Spring Boot YAML from standard input, against a Kafka 3.9 client
   cat application.yml | kdiag lint --stdin-name application.yml --kafka-version 3.9 -
+
+  # Resolve ${KAFKA_LINGER:5}-style placeholders from an environment file
+  kdiag lint --env prod.env application.properties
+
+  # The effective configuration a Java producer logged at startup
+  kdiag lint app.log
 
   # Compare with the broker's own idle timeout
   kdiag lint --broker-config /etc/kafka/server.properties producer.properties
@@ -126,6 +143,7 @@ Exit status:
 	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", def.BrokerIdleMS, "broker connections.max.idle.ms in milliseconds")
 	fl.StringVar(&opts.FailOn, "fail-on", "warning", "lowest severity that makes the exit status 1: info|warning|error|none")
 	fl.StringSliceVar(&opts.Ignore, "ignore", nil, "rule IDs to leave out, comma-separated (KD101,KD203)")
+	fl.StringVar(&opts.EnvFile, "env", "", "environment `file` (NAME=value lines) to resolve ${NAME}, ${NAME:default} and ${env:NAME} placeholders with")
 	cmdutil.FormatFlag(fl, &opts.Format, "text", output.Formats())
 	return cmd
 }
@@ -315,6 +333,18 @@ func lintOptions(opts *LintOptions) (rules.Options, error) {
 	}
 	if err := ro.Validate(); err != nil {
 		return ro, cmdutil.UsageErrorf("lint: --kafka-version: %v", err)
+	}
+	if opts.EnvFile != "" {
+		data, err := opts.ReadFile(opts.EnvFile)
+		if err != nil {
+			return ro, cmdutil.UsageErrorf("lint: --env %s: %v", opts.EnvFile, cause(err))
+		}
+		ef := config.ParseEnvFile(opts.EnvFile, data)
+		if len(ef.Problems) > 0 {
+			p := ef.Problems[0]
+			return ro, cmdutil.UsageErrorf("lint: --env %s:%d: %s", opts.EnvFile, p.Pos.Line, p.Msg)
+		}
+		ro.Env = ef.EnvMap()
 	}
 	switch {
 	case opts.BrokerConfig != "" && opts.BrokerIdleSet:

@@ -109,7 +109,19 @@ type File struct {
 	Origin Pos `json:"origin,omitzero"`
 	// KafkaVersion is the Java client version the file says it comes
 	// from (a log's "Kafka version:" line), "" when it does not say.
-	KafkaVersion string    `json:"kafka_version,omitempty"`
+	KafkaVersion string `json:"kafka_version,omitempty"`
+	// Defaults are the values the application framework sets before the
+	// user's (Kafka Connect's producer settings, Streams' linger.ms): they
+	// take the place of the client's defaults.
+	Defaults map[string]string `json:"defaults,omitempty"`
+	// Partial says the file is only part of a client's configuration (a
+	// connector's overrides, whose worker has the rest): what it lacks is
+	// not missing.
+	Partial bool `json:"partial,omitempty"`
+	// BrokerIdleMS is the broker's connections.max.idle.ms where the file
+	// says it (a Kafka broker container in the same compose file), 0 when
+	// it does not.
+	BrokerIdleMS int64     `json:"broker_idle_ms,omitempty"`
 	Entries      []Entry   `json:"entries"`
 	Comments     []Comment `json:"comments,omitempty"`
 	Problems     []Problem `json:"problems,omitempty"`

@@ -22,9 +22,21 @@ func ParseAll(name, src string, d Dialect) ([]*File, error) {
 	if strings.HasSuffix(strings.ToLower(name), ".log") || IsProducerLog(src) {
 		return ParseProducerLog(name, src), nil
 	}
+	if strings.HasSuffix(strings.ToLower(name), ".json") {
+		f, err := ParseConnectorJSON(name, src)
+		if err != nil {
+			return nil, err
+		}
+		return []*File{f}, nil
+	}
 	f, err := ParseString(name, src, d)
 	if err != nil {
 		return nil, err
+	}
+	if f.Dialect == Java && f.Source == "" {
+		if s := kafkaAppSource(f.Entries); s != "" {
+			mapKafkaApp(f, s)
+		}
 	}
 	return []*File{f}, nil
 }

@@ -265,3 +265,31 @@ func TestParseProducerLog(t *testing.T) {
 		t.Error("IsProducerLog took a comment for a block")
 	}
 }
+
+func TestParseConnectorJSON(t *testing.T) {
+	src := "{\n  \"name\": \"s3\",\n  \"config\": {\n    \"connector.class\": \"X\",\n    \"tasks.max\": 2,\n" +
+		"    \"producer.override.linger.ms\":\"5\",\n    \"nested\": {\"producer.override.acks\": \"0\"},\n" +
+		"    \"producer.override.client.id\": \"café\"\n  }\n}\n"
+	f, err := ParseConnectorJSON("c.json", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{
+		{Key: "linger.ms", RawKey: "producer.override.linger.ms", Value: "5", KeyPos: Pos{6, 5}, ValuePos: Pos{6, 35}, Rank: RankPrefixed},
+		{Key: "client.id", RawKey: "producer.override.client.id", Value: "café", KeyPos: Pos{8, 5}, ValuePos: Pos{8, 36}, Rank: RankPrefixed},
+	}
+	if diff := cmp.Diff(want, f.Entries); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	if f.Source != SourceConnector || !f.Partial {
+		t.Errorf("source %q partial %v", f.Source, f.Partial)
+	}
+	// The config object alone (PUT /connectors/NAME/config).
+	f, err = ParseConnectorJSON("c.json", `{"connector.class": "X", "producer.override.acks": "1"}`)
+	if err != nil || len(f.Entries) != 1 || f.Entries[0].Key != "acks" || f.Entries[0].ValuePos != (Pos{1, 52}) {
+		t.Errorf("flat config: %v %+v", err, f)
+	}
+	if _, err := ParseConnectorJSON("bad.json", "{\n  \"a\": \n}"); err == nil || !strings.Contains(err.Error(), "bad.json:3:") {
+		t.Errorf("syntax error = %v, want one at bad.json:3", err)
+	}
+}

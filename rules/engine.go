@@ -279,6 +279,10 @@ func newView(f *config.File, opts Options) *fileView {
 	if opts.BrokerIdleMS == 0 {
 		v.brokerIdle = DefaultBrokerIdleMS
 	}
+	if f.BrokerIdleMS != 0 && !opts.BrokerIdleExplicit {
+		// The broker next to the client in the same file (compose).
+		v.brokerIdle = f.BrokerIdleMS
+	}
 	ext := strings.ToLower(filepath.Ext(f.Path))
 	v.yaml = ext == ".yml" || ext == ".yaml"
 	v.eff, v.repeated = effective(f)
@@ -390,6 +394,10 @@ func (v *fileView) javaValue(key string) (val string, e config.Entry, set, ok bo
 			return "", e, true, false
 		}
 		return strings.TrimSpace(e.Value), e, true, true
+	}
+	if d, ok := v.f.Defaults[key]; ok {
+		// What Kafka Connect or Streams sets before the user's settings.
+		return d, config.Entry{}, false, true
 	}
 	s, found := JavaSetting(key)
 	if !found {
@@ -571,4 +579,16 @@ func withAliases(keys []string) []string {
 		}
 	}
 	return out
+}
+
+// frameworkKey reports an entry of a Kafka Streams configuration that is not
+// a producer.* setting: a plain producer config there applies to the
+// producer, but the others are Streams' own or its consumers' and admin's,
+// and no producer rule judges them.
+func frameworkKey(f *config.File, e config.Entry) bool {
+	if f.Source != config.SourceStreams || strings.HasPrefix(e.RawKey, "producer.") {
+		return false
+	}
+	_, ok := JavaSetting(e.Key)
+	return !ok
 }

@@ -168,8 +168,8 @@ var kd201 = &Rule{
 		v := p.view
 		e, entries, ok := v.bootstrapOf()
 		if !ok {
-			if _, set, _ := v.bootstrapEntry(); set {
-				return // a placeholder: known at run time
+			if _, set, _ := v.bootstrapEntry(); set || p.File.Partial {
+				return // a placeholder (known at run time), or the rest of the config is elsewhere
 			}
 			if v.dialect == config.Java {
 				p.reportFile("bootstrap.servers", 0, "bootstrap.servers is not set: the Java producer cannot start without "+

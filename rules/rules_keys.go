@@ -319,7 +319,7 @@ var kd404 = &Rule{
 	Check: func(p *Pass) {
 		v := p.view
 		for _, e := range p.Entries {
-			if e.Key == "" {
+			if e.Key == "" || frameworkKey(p.File, e) {
 				continue
 			}
 			if v.dialect == config.Librdkafka {
@@ -638,7 +638,7 @@ var kd405 = &Rule{
 	Source:      "apache/kafka ConsumerConfig (keys not in ProducerConfig); confluentinc/librdkafka CONFIGURATION.md (C/P column)",
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
-			if e.Key != "" && IsConsumerOnlyKey(e.Key) && !knownToDialect(p.view, e.Key) {
+			if e.Key != "" && IsConsumerOnlyKey(e.Key) && !knownToDialect(p.view, e.Key) && !frameworkKey(p.File, e) {
 				p.reportKey(e, 0, fmt.Sprintf("%s is a consumer setting: a producer ignores it", name(e)), "")
 			}
 		}
@@ -668,7 +668,7 @@ var kd406 = &Rule{
 	Source:      "apache/kafka broker configs (KafkaConfig, ServerLogConfigs, SocketServerConfigs) versus ProducerConfig",
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
-			if e.Key == "" || !IsBrokerOnlyKey(e.Key) || knownToDialect(p.view, e.Key) {
+			if e.Key == "" || !IsBrokerOnlyKey(e.Key) || knownToDialect(p.view, e.Key) || frameworkKey(p.File, e) {
 				continue
 			}
 			if p.view.dialect == config.Librdkafka && strings.HasPrefix(e.Key, "log") {

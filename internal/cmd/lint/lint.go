@@ -81,7 +81,11 @@ properties, and Spring Boot application.properties / application.yml; and
 the effective configuration the Java client logs at INFO when it creates a
 producer ("ProducerConfig values:" blocks in an application log: a file
 named *.log, or any input that holds such a block; each block is linted on
-its own, against the Kafka version the log names).
+its own, against the Kafka version the log names); the producer settings of
+Kafka Streams (application.id: plain producer configs and producer.*) and
+Kafka Connect (a worker's producer.* and bootstrap.servers, a connector's
+producer.override.*, in properties or a connector's *.json), with the
+defaults Streams and Connect give their producers.
 
 Each input is a file, a directory (searched recursively for *.properties,
 *.yml, *.yaml and *.conf, skipping hidden directories, vendor and
@@ -353,7 +357,7 @@ func lintOptions(opts *LintOptions) (rules.Options, error) {
 		if opts.BrokerIdleMS < 0 {
 			return ro, cmdutil.UsageErrorf("lint: --broker-idle-ms %d: want milliseconds, 0 or more", opts.BrokerIdleMS)
 		}
-		ro.BrokerIdleMS = opts.BrokerIdleMS
+		ro.BrokerIdleMS, ro.BrokerIdleExplicit = opts.BrokerIdleMS, true
 	case opts.BrokerConfig != "":
 		data, err := opts.ReadFile(opts.BrokerConfig)
 		if err != nil {
@@ -363,7 +367,7 @@ func lintOptions(opts *LintOptions) (rules.Options, error) {
 		if err != nil {
 			return ro, cmdutil.UsageErrorf("lint: --broker-config: %v", err)
 		}
-		ro.BrokerIdleMS = ms
+		ro.BrokerIdleMS, ro.BrokerIdleExplicit = ms, true
 	}
 	return ro, nil
 }

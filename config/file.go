@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -15,14 +16,25 @@ func Parse(name string, data []byte, d Dialect) (*File, error) {
 }
 
 // ParseAll parses one input into the configurations it holds: one File
-// for a configuration file; for an application log (a name ending in .log,
-// or content with a "ProducerConfig values:" block) one File per block, none
-// when it has no block. d applies to configuration files only.
+// for a configuration file (a Streams or Connect one mapped to its
+// producer's settings); for an application log (a name ending in .log, or
+// content with a "ProducerConfig values:" block) one File per block; for a
+// docker-compose file one per Kafka Connect service, for an environment
+// file (.env, *.env) the Connect producer it configures; for a connector's
+// *.json its overrides. A source that configures no producer gives no File.
+// d applies to configuration files only.
 func ParseAll(name, src string, d Dialect) ([]*File, error) {
 	if strings.HasSuffix(strings.ToLower(name), ".log") || IsProducerLog(src) {
 		return ParseProducerLog(name, src), nil
 	}
-	if strings.HasSuffix(strings.ToLower(name), ".json") {
+	lower := strings.ToLower(filepath.Base(name))
+	if lower == ".env" || strings.HasSuffix(lower, ".env") {
+		return ParseEnvSource(name, src), nil
+	}
+	if ext := filepath.Ext(lower); (ext == ".yml" || ext == ".yaml") && IsCompose(src) && !looksLikeSpringYAML(src) {
+		return ParseCompose(name, src)
+	}
+	if strings.HasSuffix(lower, ".json") {
 		f, err := ParseConnectorJSON(name, src)
 		if err != nil {
 			return nil, err

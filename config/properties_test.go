@@ -293,3 +293,41 @@ func TestParseConnectorJSON(t *testing.T) {
 		t.Errorf("syntax error = %v, want one at bad.json:3", err)
 	}
 }
+
+func TestComposeAndEnvFile(t *testing.T) {
+	src := "services:\n  broker:\n    environment:\n      KAFKA_CONNECTIONS_MAX_IDLE_MS: 300000\n" +
+		"  connect:\n    environment:\n      - CONNECT_PRODUCER_LINGER_MS=5\n      - \"CONNECT_PRODUCER_WITH__UNDER___DASH=x\"\n" +
+		"      - CONNECT_BOOTSTRAP_SERVERS=b:9092\n"
+	files, err := ParseCompose("docker-compose.yml", src)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("ParseCompose: %v, %d files", err, len(files))
+	}
+	f := files[0]
+	want := []Entry{
+		{Key: "linger.ms", RawKey: "CONNECT_PRODUCER_LINGER_MS", Value: "5", KeyPos: Pos{7, 9}, ValuePos: Pos{7, 36}, Rank: RankPrefixed},
+		{Key: "with_under-dash", RawKey: "CONNECT_PRODUCER_WITH__UNDER___DASH", Value: "x", KeyPos: Pos{8, 10}, ValuePos: Pos{8, 46}, Rank: RankPrefixed},
+		{Key: "bootstrap.servers", RawKey: "CONNECT_BOOTSTRAP_SERVERS", Value: "b:9092", KeyPos: Pos{9, 9}, ValuePos: Pos{9, 35}},
+	}
+	if diff := cmp.Diff(want, f.Entries); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	if f.BrokerIdleMS != 300000 || f.Origin != (Pos{5, 3}) || f.Source != SourceCompose {
+		t.Errorf("broker idle %d, origin %v, source %q", f.BrokerIdleMS, f.Origin, f.Source)
+	}
+	env := ParseEnvFile("c.env", "# c\nexport A=1\nB = \"x\\ny\" \nC='q r'\nD=v # comment\nBAD\n")
+	wantEnv := []Entry{
+		{Key: "A", RawKey: "A", Value: "1", KeyPos: Pos{2, 8}, ValuePos: Pos{2, 10}},
+		{Key: "B", RawKey: "B", Value: "x\ny", RawValue: "\"x\\ny\" ", KeyPos: Pos{3, 1}, ValuePos: Pos{3, 5}},
+		{Key: "C", RawKey: "C", Value: "q r", RawValue: "'q r'", KeyPos: Pos{4, 1}, ValuePos: Pos{4, 3}},
+		{Key: "D", RawKey: "D", Value: "v", RawValue: "v # comment", KeyPos: Pos{5, 1}, ValuePos: Pos{5, 3}},
+	}
+	if diff := cmp.Diff(wantEnv, env.Entries); diff != "" {
+		t.Errorf("env entries (-want +got):\n%s", diff)
+	}
+	if len(env.Problems) != 1 || env.Problems[0].Pos != (Pos{6, 1}) {
+		t.Errorf("env problems %+v", env.Problems)
+	}
+	if got, _, _ := ComposeExpand("${A:-d}/${B-e}/${C}/$$D", map[string]string{"C": "c"}); got != "d/e/c/$D" {
+		t.Errorf("ComposeExpand = %q", got)
+	}
+}

@@ -94,9 +94,12 @@ func resolvePlaceholders(f *config.File, d config.Dialect, env map[string]string
 			continue
 		}
 		var ph *placeholder
-		if d == config.Spring {
+		switch {
+		case f.Source == config.SourceCompose:
+			ph = resolveCompose(e, env)
+		case d == config.Spring:
 			ph = resolveSpring(e, env)
-		} else {
+		default:
 			ph = resolveKafka(e, d, providers, env)
 		}
 		if ph != nil {
@@ -219,6 +222,29 @@ func undeclaredText(provs []string) string {
 	}
 	return fmt.Sprintf("has a variable of config provider %s, which config.providers does not declare with a config.providers.<name>.class: "+
 		"the client leaves the variable as written and then reads that text as the value", b.String())
+}
+
+// resolveCompose handles a value of a compose file's environment:
+// compose interpolates ${NAME}, ${NAME:-default} and $NAME from its own
+// environment (or .env) before the container starts.
+func resolveCompose(e *config.Entry, env map[string]string) *placeholder {
+	if !strings.Contains(e.Value, "$") {
+		return nil
+	}
+	ph := &placeholder{written: e.Value}
+	val, defaults, unresolved := config.ComposeExpand(e.Value, env)
+	switch {
+	case len(unresolved) > 0:
+		ph.kind = phRuntime
+		ph.runtime = fmt.Sprintf("is interpolated by compose from %s when the container starts", strings.Join(unresolved, ", "))
+	case len(defaults) > 0:
+		ph.kind, ph.note = phResolved, fmt.Sprintf("(the default compose uses when %s is not set)", strings.Join(defaults, ", "))
+		e.Value = val
+	default:
+		ph.kind, ph.note = phResolved, "(its variables resolved from --env)"
+		e.Value = val
+	}
+	return ph
 }
 
 // resolveSpring handles a Spring value: ${name[:default]}, nested.

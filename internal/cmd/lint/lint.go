@@ -63,7 +63,7 @@ type LintOptions struct {
 }
 
 // configExts are the file names a directory walk picks up.
-var configExts = []string{".properties", ".yml", ".yaml", ".conf"}
+var configExts = []string{".properties", ".yml", ".yaml", ".conf", ".json", ".env"}
 
 // skipDirs are directories a walk never enters: other people's code.
 var skipDirs = map[string]bool{"vendor": true, "node_modules": true}
@@ -85,11 +85,14 @@ its own, against the Kafka version the log names); the producer settings of
 Kafka Streams (application.id: plain producer configs and producer.*) and
 Kafka Connect (a worker's producer.* and bootstrap.servers, a connector's
 producer.override.*, in properties or a connector's *.json), with the
-defaults Streams and Connect give their producers.
+defaults Streams and Connect give their producers; the environment of
+Kafka Connect containers (CONNECT_PRODUCER_* variables, as Confluent's images
+map them) in a docker-compose file or an env file, checked against the
+KAFKA_CONNECTIONS_MAX_IDLE_MS of a broker container in the same compose file.
 
 Each input is a file, a directory (searched recursively for *.properties,
-*.yml, *.yaml and *.conf, skipping hidden directories, vendor and
-node_modules) or - for standard input. The dialect of each file is detected
+*.yml, *.yaml, *.conf, *.json and *.env, skipping hidden directories, vendor
+and node_modules; only regular files are read) or - for standard input. The dialect of each file is detected
 from its name and content unless --dialect is given.
 
 The findings and a summary line go to standard output (with -o text, in the

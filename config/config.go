@@ -93,6 +93,10 @@ type Comment struct {
 type Problem struct {
 	Pos Pos    `json:"pos"`
 	Msg string `json:"msg"`
+	// Note says the problem is kdiag's, not the client's: the
+	// configuration is read right, but something about the report is
+	// less than exact (positions only at a value's start).
+	Note bool `json:"note,omitempty"`
 }
 
 // File is a parsed configuration file.

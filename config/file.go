@@ -19,7 +19,8 @@ func Parse(name string, data []byte, d Dialect) (*File, error) {
 // for a configuration file (a Streams or Connect one mapped to its
 // producer's settings); for an application log (a name ending in .log, or
 // content with a "ProducerConfig values:" block) one File per block; for a
-// docker-compose file one per Kafka Connect service, for an environment
+// Kubernetes ConfigMap or a Helm values file one per configuration it
+// embeds; for a docker-compose file one per Kafka Connect service, for an environment
 // file (.env, *.env) the Connect producer it configures; for a connector's
 // *.json its overrides. A source that configures no producer gives no File.
 // d applies to configuration files only.
@@ -31,8 +32,15 @@ func ParseAll(name, src string, d Dialect) ([]*File, error) {
 	if lower == ".env" || strings.HasSuffix(lower, ".env") {
 		return ParseEnvSource(name, src), nil
 	}
-	if ext := filepath.Ext(lower); (ext == ".yml" || ext == ".yaml") && IsCompose(src) && !looksLikeSpringYAML(src) {
-		return ParseCompose(name, src)
+	if ext := filepath.Ext(lower); ext == ".yml" || ext == ".yaml" {
+		switch {
+		case IsConfigMap(src):
+			return ParseEmbedded(name, src, SourceConfigMap)
+		case IsHelmValues(name) && !looksLikeSpringYAML(src):
+			return ParseEmbedded(name, src, SourceHelm)
+		case IsCompose(src) && !looksLikeSpringYAML(src):
+			return ParseCompose(name, src)
+		}
 	}
 	if strings.HasSuffix(lower, ".json") {
 		f, err := ParseConnectorJSON(name, src)

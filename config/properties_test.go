@@ -331,3 +331,27 @@ func TestComposeAndEnvFile(t *testing.T) {
 		t.Errorf("ComposeExpand = %q", got)
 	}
 }
+
+func TestParseEmbedded(t *testing.T) {
+	src := "kind: ConfigMap\ndata:\n  producer.properties: |\n    a=1\n\n      b = 2\n  other.txt: |\n    c=3\n" +
+		"---\nkind: ConfigMap\ndata:\n  q.properties: \"d=4\\n\"\n"
+	files, err := ParseEmbedded("cm.yaml", src, SourceConfigMap)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("ParseEmbedded: %v, %d files", err, len(files))
+	}
+	want := []Entry{
+		{Key: "a", RawKey: "a", Value: "1", KeyPos: Pos{4, 5}, ValuePos: Pos{4, 7}},
+		{Key: "b", RawKey: "b", Value: "2", KeyPos: Pos{6, 7}, ValuePos: Pos{6, 11}},
+	}
+	if diff := cmp.Diff(want, files[0].Entries); diff != "" {
+		t.Errorf("literal block (-want +got):\n%s", diff)
+	}
+	if files[0].Origin != (Pos{3, 3}) || files[0].Path != "cm.yaml" || files[0].Source != SourceConfigMap {
+		t.Errorf("origin %v path %q source %q", files[0].Origin, files[0].Path, files[0].Source)
+	}
+	// A quoted value: positions at its start, and a note that says so.
+	q := files[1]
+	if len(q.Entries) != 1 || q.Entries[0].KeyPos != (Pos{12, 17}) || len(q.Problems) != 1 || !q.Problems[0].Note {
+		t.Errorf("quoted block: %+v", q)
+	}
+}

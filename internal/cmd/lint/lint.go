@@ -88,7 +88,10 @@ producer.override.*, in properties or a connector's *.json), with the
 defaults Streams and Connect give their producers; the environment of
 Kafka Connect containers (CONNECT_PRODUCER_* variables, as Confluent's images
 map them) in a docker-compose file or an env file, checked against the
-KAFKA_CONNECTIONS_MAX_IDLE_MS of a broker container in the same compose file.
+KAFKA_CONNECTIONS_MAX_IDLE_MS of a broker container in the same compose file;
+and configuration files embedded in a Kubernetes ConfigMap (data: entries
+named *.properties, *.yml, ...) or a Helm values*.yaml (blocks named so, or
+holding bootstrap.servers and the like), at their lines in the YAML.
 
 Each input is a file, a directory (searched recursively for *.properties,
 *.yml, *.yaml, *.conf, *.json and *.env, skipping hidden directories, vendor

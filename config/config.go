@@ -93,13 +93,40 @@ type Comment struct {
 type Problem struct {
 	Pos Pos    `json:"pos"`
 	Msg string `json:"msg"`
+	// Note says the problem is kdiag's, not the client's: the
+	// configuration is read right, but something about the report is
+	// less than exact (positions only at a value's start).
+	Note bool `json:"note,omitempty"`
 }
 
 // File is a parsed configuration file.
 type File struct {
-	Path     string    `json:"path"`
-	Dialect  Dialect   `json:"-"`
-	Entries  []Entry   `json:"entries"`
-	Comments []Comment `json:"comments,omitempty"`
-	Problems []Problem `json:"problems,omitempty"`
+	Path    string  `json:"path"`
+	Dialect Dialect `json:"-"`
+	// Source says where in the file the configuration was found when it is
+	// not the file itself: SourceLog for a ProducerConfig block of a log,
+	// and the other Source* constants. "" is a configuration file.
+	Source string `json:"source,omitempty"`
+	// Origin is where findings about the configuration as a whole (a key
+	// it lacks) are reported: its first line, 1:1 for a whole file (the
+	// zero Pos means 1:1), the header line of a log block.
+	Origin Pos `json:"origin,omitzero"`
+	// KafkaVersion is the Java client version the file says it comes
+	// from (a log's "Kafka version:" line), "" when it does not say.
+	KafkaVersion string `json:"kafka_version,omitempty"`
+	// Defaults are the values the application framework sets before the
+	// user's (Kafka Connect's producer settings, Streams' linger.ms): they
+	// take the place of the client's defaults.
+	Defaults map[string]string `json:"defaults,omitempty"`
+	// Partial says the file is only part of a client's configuration (a
+	// connector's overrides, whose worker has the rest): what it lacks is
+	// not missing.
+	Partial bool `json:"partial,omitempty"`
+	// BrokerIdleMS is the broker's connections.max.idle.ms where the file
+	// says it (a Kafka broker container in the same compose file), 0 when
+	// it does not.
+	BrokerIdleMS int64     `json:"broker_idle_ms,omitempty"`
+	Entries      []Entry   `json:"entries"`
+	Comments     []Comment `json:"comments,omitempty"`
+	Problems     []Problem `json:"problems,omitempty"`
 }

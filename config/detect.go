@@ -1,8 +1,6 @@
 package config
 
 import (
-	"bufio"
-	"bytes"
 	"path/filepath"
 	"strings"
 )
@@ -21,17 +19,17 @@ import (
 //
 // Detect never fails: what it cannot tell is Java, the common case.
 func Detect(name string, data []byte) Dialect {
-	if d, ok := detectByName(name, data); ok {
+	if d, ok := detectByName(name, string(data)); ok {
 		return d
 	}
 	f := &File{}
-	parsePropertiesInto(f, data)
+	parsePropertiesInto(f, string(data))
 	return detectByKeys(f.Entries)
 }
 
 // detectByName is the part of Detect that needs no parse: the name, and a
 // top-level "spring:" line.
-func detectByName(name string, data []byte) (Dialect, bool) {
+func detectByName(name string, data string) (Dialect, bool) {
 	base := strings.ToLower(filepath.Base(name))
 	ext := filepath.Ext(base)
 	switch {
@@ -70,7 +68,7 @@ func detectByKeys(es []Entry) Dialect {
 
 // isYAML tells whether a Spring file is YAML: by extension, and for other
 // names (standard input) by content.
-func isYAML(name string, data []byte) bool {
+func isYAML(name string, data string) bool {
 	ext := strings.ToLower(filepath.Ext(name))
 	switch ext {
 	case ".yml", ".yaml":
@@ -84,11 +82,15 @@ func isYAML(name string, data []byte) bool {
 // looksLikeSpringYAML reports whether data has a top-level "spring:" line
 // with nothing after the colon but a comment: in a .properties file that
 // line would set the key "spring" to "", which no one writes.
-func looksLikeSpringYAML(data []byte) bool {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), " \t\r")
+func looksLikeSpringYAML(data string) bool {
+	for len(data) > 0 {
+		line := data
+		if i := strings.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = ""
+		}
+		line = strings.TrimRight(line, " \t\r")
 		if line == "spring:" || strings.HasPrefix(line, "spring: #") {
 			return true
 		}

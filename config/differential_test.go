@@ -62,7 +62,7 @@ func magiconairDivergence(in string, f *File) string {
 			return "an empty key"
 		}
 	}
-	pr := newPropReader(&File{}, []byte(in))
+	pr := newPropReader(&File{}, in)
 	for {
 		ln, ok := pr.readLine()
 		if !ok {

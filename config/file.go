@@ -1,9 +1,10 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
+	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Parse parses data as dialect d, detecting the dialect first when d is
@@ -11,13 +12,66 @@ import (
 // .yml or .yaml, or, for a name without either extension (standard input),
 // when its content looks like YAML; otherwise as application.properties.
 func Parse(name string, data []byte, d Dialect) (*File, error) {
+	return ParseString(name, string(data), d)
+}
+
+// ParseAll parses one input into the configurations it holds: one File
+// for a configuration file (a Streams or Connect one mapped to its
+// producer's settings); for an application log (a name ending in .log, or
+// content with a "ProducerConfig values:" block) one File per block; for a
+// Kubernetes ConfigMap or a Helm values file one per configuration it
+// embeds; for a docker-compose file one per Kafka Connect service, for an environment
+// file (.env, *.env) the Connect producer it configures; for a connector's
+// *.json its overrides. A source that configures no producer gives no File.
+// d applies to configuration files only.
+func ParseAll(name, src string, d Dialect) ([]*File, error) {
+	if strings.HasSuffix(strings.ToLower(name), ".log") || IsProducerLog(src) {
+		return ParseProducerLog(name, src), nil
+	}
+	lower := strings.ToLower(filepath.Base(name))
+	if lower == ".env" || strings.HasSuffix(lower, ".env") {
+		return ParseEnvSource(name, src), nil
+	}
+	if ext := filepath.Ext(lower); ext == ".yml" || ext == ".yaml" {
+		switch {
+		case IsConfigMap(src):
+			return ParseEmbedded(name, src, SourceConfigMap)
+		case IsHelmValues(name) && !looksLikeSpringYAML(src):
+			return ParseEmbedded(name, src, SourceHelm)
+		case IsCompose(src) && !looksLikeSpringYAML(src):
+			return ParseCompose(name, src)
+		}
+	}
+	if strings.HasSuffix(lower, ".json") {
+		f, err := ParseConnectorJSON(name, src)
+		if err != nil {
+			return nil, err
+		}
+		return []*File{f}, nil
+	}
+	f, err := ParseString(name, src, d)
+	if err != nil {
+		return nil, err
+	}
+	if f.Dialect == Java && f.Source == "" {
+		if s := kafkaAppSource(f.Entries); s != "" {
+			mapKafkaApp(f, s)
+		}
+	}
+	return []*File{f}, nil
+}
+
+// ParseString is Parse of a string. Keys and values written without
+// escapes are substrings of src, so that a large file is held once: read it
+// into a strings.Builder (whose String does not copy) to parse it this way.
+func ParseString(name, src string, d Dialect) (*File, error) {
 	if d == Unknown {
 		var ok bool
-		if d, ok = detectByName(name, data); !ok {
+		if d, ok = detectByName(name, src); !ok {
 			// Detect by the keys, from the one parse the file needs
 			// anyway.
 			f := &File{Path: name}
-			parsePropertiesInto(f, data)
+			parsePropertiesInto(f, src)
 			if d = detectByKeys(f.Entries); d != Spring {
 				f.Dialect = d
 				return f, nil
@@ -26,16 +80,14 @@ func Parse(name string, data []byte, d Dialect) (*File, error) {
 	}
 	switch d {
 	case Java, Librdkafka:
-		f, err := ParseProperties(name, bytes.NewReader(data))
-		if f != nil {
-			f.Dialect = d
-		}
-		return f, err
+		f := &File{Path: name, Dialect: d}
+		parsePropertiesInto(f, src)
+		return f, nil
 	case Spring:
-		if isYAML(name, data) {
-			return ParseSpringYAML(name, data)
+		if isYAML(name, src) {
+			return ParseSpringYAML(name, []byte(src))
 		}
-		return ParseSpringProperties(name, bytes.NewReader(data))
+		return ParseSpringProperties(name, strings.NewReader(src))
 	}
 	return nil, fmt.Errorf("%s: unknown dialect %d", name, d)
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -59,19 +58,24 @@ import (
 // The input is read in one pass without decoding it whole: memory beyond
 // the entries is one logical line's characters.
 func ParseProperties(name string, r io.Reader) (*File, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
+	// Read into a strings.Builder, whose String does not copy: keys and
+	// values written without escapes are then substrings of it, and a
+	// large file is held once, not once as bytes and again as strings.
+	var b strings.Builder
+	if _, err := io.Copy(&b, r); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	f := &File{Path: name, Dialect: Java}
-	parsePropertiesInto(f, data)
+	parsePropertiesInto(f, b.String())
 	return f, nil
 }
 
 // propLine is one logical line: its characters with where each was written.
 type propLine struct {
-	text  []rune
-	pos   []Pos
+	text []rune
+	pos  []Pos
+	// off is each character's byte offset in the input.
+	off   []int32
 	start Pos // where the logical line starts (for an empty line: its backslash)
 	end   Pos // just past its last character
 }
@@ -79,7 +83,7 @@ type propLine struct {
 // propReader turns the input into logical lines, as Properties.LineReader.
 type propReader struct {
 	f    *File
-	data []byte
+	data string
 	// latin1 says the input is not valid UTF-8 and is read as ISO-8859-1.
 	latin1 bool
 	// i is the offset of the next character, at line:col.
@@ -89,13 +93,14 @@ type propReader struct {
 	// is valid until the next call.
 	text []rune
 	tpos []Pos
+	toff []int32
 	// comment is the scratch buffer of a comment's text.
 	comment []rune
 }
 
-func newPropReader(f *File, data []byte) *propReader {
-	pr := &propReader{f: f, data: data, latin1: !utf8.Valid(data), line: 1, col: 1}
-	if bytes.HasPrefix(data, []byte("\uFEFF")) {
+func newPropReader(f *File, data string) *propReader {
+	pr := &propReader{f: f, data: data, latin1: !utf8.ValidString(data), line: 1, col: 1}
+	if strings.HasPrefix(data, "\uFEFF") {
 		f.Problems = append(f.Problems, Problem{Pos: Pos{1, 1},
 			Msg: "file starts with a UTF-8 byte order mark, which Java's Properties.load keeps as part of the first key: save the file without BOM"})
 	}
@@ -103,12 +108,13 @@ func newPropReader(f *File, data []byte) *propReader {
 }
 
 // parsePropertiesInto appends data's entries, comments and problems to f.
-func parsePropertiesInto(f *File, data []byte) {
+// Keys and values may be substrings of data.
+func parsePropertiesInto(f *File, data string) {
 	pr := newPropReader(f, data)
 	if f.Entries == nil {
-		// At most one entry a line: sized once, the slice is not copied
-		// as it grows (a large file's entries are most of its memory).
-		f.Entries = make([]Entry, 0, bytes.Count(data, []byte{'\n'})+1)
+		// Sized once, so that the slice is not copied as it grows: a
+		// large file's entries are most of its memory.
+		f.Entries = make([]Entry, 0, countLogicalLines(data))
 	}
 	for {
 		ln, ok := pr.readLine()
@@ -117,6 +123,47 @@ func parsePropertiesInto(f *File, data []byte) {
 		}
 		f.Entries = append(f.Entries, pr.entry(ln))
 	}
+}
+
+// countLogicalLines counts, in one quick pass over the bytes, the lines
+// that may start an entry: not blank, not a comment, not the continuation
+// of a line ending in an odd number of backslashes. It is exact but for
+// the corners readLine handles (a comment marker after a line that is only
+// a backslash), where it may count one more: the capacity of Entries.
+func countLogicalLines(data string) int {
+	n := 0
+	cont := false
+	for len(data) > 0 {
+		end := strings.IndexAny(data, "\r\n")
+		line := data
+		if end >= 0 {
+			line = data[:end]
+			data = data[end+1:]
+		} else {
+			data = ""
+		}
+		i := 0
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\f') {
+			i++
+		}
+		if !cont && i < len(line) && line[i] != '#' && line[i] != '!' {
+			n++
+		}
+		if cont && i == len(line) {
+			// A blank line ends a continuation.
+			cont = false
+			continue
+		}
+		if !cont && (i == len(line) || line[i] == '#' || line[i] == '!') {
+			continue
+		}
+		bs := 0
+		for j := len(line) - 1; j >= 0 && line[j] == '\\'; j-- {
+			bs++
+		}
+		cont = bs%2 == 1
+	}
+	return n + 1
 }
 
 // eof reports whether every character has been read.
@@ -130,30 +177,31 @@ func (pr *propReader) peek() rune {
 	if c := pr.data[pr.i]; c < utf8.RuneSelf {
 		return rune(c)
 	}
-	c, _ := utf8.DecodeRune(pr.data[pr.i:])
+	c, _ := utf8.DecodeRuneInString(pr.data[pr.i:])
 	return c
 }
 
 // next reads one character and where it was written. A line ends after \n,
 // and after \r unless \n follows (the \r of \r\n takes a column; the \n
 // then ends the line).
-func (pr *propReader) next() (rune, Pos) {
+func (pr *propReader) next() (rune, Pos, int32) {
 	var c rune
 	size := 1
 	switch b := pr.data[pr.i]; {
 	case pr.latin1 || b < utf8.RuneSelf:
 		c = rune(b)
 	default:
-		c, size = utf8.DecodeRune(pr.data[pr.i:])
+		c, size = utf8.DecodeRuneInString(pr.data[pr.i:])
 	}
 	p := Pos{pr.line, pr.col}
+	off := int32(pr.i)
 	pr.i += size
 	if c == '\n' || (c == '\r' && (pr.i >= len(pr.data) || pr.data[pr.i] != '\n')) {
 		pr.line, pr.col = pr.line+1, 1
 	} else {
 		pr.col++
 	}
-	return c, p
+	return c, p, off
 }
 
 func isBlank(c rune) bool { return c == ' ' || c == '\t' || c == '\f' }
@@ -165,8 +213,8 @@ func isBlank(c rune) bool { return c == ' ' || c == '\t' || c == '\f' }
 // backslash alone at the end of input makes an empty line, which Java loads
 // as the key "" with the value "".
 func (pr *propReader) readLine() (propLine, bool) {
-	ln := propLine{text: pr.text[:0], pos: pr.tpos[:0]}
-	defer func() { pr.text, pr.tpos = ln.text, ln.pos }()
+	ln := propLine{text: pr.text[:0], pos: pr.tpos[:0], off: pr.toff[:0]}
+	defer func() { pr.text, pr.tpos, pr.toff = ln.text, ln.pos, ln.off }()
 	skipBlank := true
 	appendedLineBegin := false
 	precedingBackslash := false
@@ -174,7 +222,7 @@ func (pr *propReader) readLine() (propLine, bool) {
 	contAtEOF := func() {
 		pr.f.Problems = append(pr.f.Problems, Problem{Pos: ln.pos[len(ln.pos)-1],
 			Msg: "line continuation (\\) at end of file: the file may be truncated"})
-		ln.text, ln.pos = ln.text[:len(ln.text)-1], ln.pos[:len(ln.pos)-1]
+		ln.text, ln.pos, ln.off = ln.text[:len(ln.text)-1], ln.pos[:len(ln.pos)-1], ln.off[:len(ln.off)-1]
 	}
 	finish := func() propLine {
 		if len(ln.pos) > 0 {
@@ -195,7 +243,7 @@ func (pr *propReader) readLine() (propLine, bool) {
 			}
 			return finish(), true
 		}
-		c, p := pr.next()
+		c, p, off := pr.next()
 		if skipBlank {
 			if isBlank(c) {
 				continue
@@ -211,7 +259,7 @@ func (pr *propReader) readLine() (propLine, bool) {
 				if d := pr.peek(); d == '\n' || d == '\r' {
 					break
 				}
-				d, _ := pr.next()
+				d, _, _ := pr.next()
 				pr.comment = append(pr.comment, d)
 			}
 			pr.f.Comments = append(pr.f.Comments, Comment{
@@ -228,6 +276,7 @@ func (pr *propReader) readLine() (propLine, bool) {
 			}
 			ln.text = append(ln.text, c)
 			ln.pos = append(ln.pos, p)
+			ln.off = append(ln.off, off)
 			precedingBackslash = c == '\\' && !precedingBackslash
 			continue
 		}
@@ -246,7 +295,7 @@ func (pr *propReader) readLine() (propLine, bool) {
 			return finish(), true
 		}
 		// Continuation: drop the backslash and the next line's leading blanks.
-		ln.text, ln.pos = ln.text[:len(ln.text)-1], ln.pos[:len(ln.pos)-1]
+		ln.text, ln.pos, ln.off = ln.text[:len(ln.text)-1], ln.pos[:len(ln.pos)-1], ln.off[:len(ln.off)-1]
 		skipBlank, appendedLineBegin, precedingBackslash = true, true, false
 		if c == '\r' && pr.peek() == '\n' {
 			pr.next()
@@ -258,8 +307,8 @@ func (pr *propReader) readLine() (propLine, bool) {
 func (pr *propReader) entry(ln propLine) Entry {
 	limit := len(ln.text)
 	keyLen, valueStart := splitLine(ln.text)
-	key := pr.unescape(ln.text[:keyLen], ln.pos[:keyLen])
-	value := pr.unescape(ln.text[valueStart:], ln.pos[valueStart:])
+	key := pr.unescape(ln.text[:keyLen], ln.pos[:keyLen], ln.off[:keyLen])
+	value := pr.unescape(ln.text[valueStart:], ln.pos[valueStart:], ln.off[valueStart:])
 	e := Entry{Key: key, RawKey: key, Value: value, KeyPos: ln.start, ValuePos: ln.end}
 	if limit > 0 {
 		e.KeyPos = ln.pos[0]
@@ -306,8 +355,12 @@ func splitLine(text []rune) (keyLen, valueStart int) {
 // escape is one UTF-16 code unit; a surrogate pair written as two escapes
 // becomes its one character, a lone surrogate (which Go strings cannot hold)
 // becomes U+FFFD with a Problem.
-func (pr *propReader) unescape(s []rune, pos []Pos) string {
+func (pr *propReader) unescape(s []rune, pos []Pos, off []int32) string {
 	if !containsRune(s, '\\') {
+		if len(s) > 0 && !pr.latin1 && pos[0].Line == pos[len(s)-1].Line {
+			// Written as it reads, on one line: the input's own text.
+			return pr.data[off[0] : int(off[len(s)-1])+utf8.RuneLen(s[len(s)-1])]
+		}
 		return string(s)
 	}
 	var b strings.Builder

@@ -224,3 +224,134 @@ func TestEscapeRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestParseProducerLog(t *testing.T) {
+	log := "2026-12-01 10:16:40.118  INFO 1 --- [main] o.a.k.c.p.ProducerConfig : ProducerConfig values: \r\n" +
+		"\tacks = -1\r\n" +
+		"\tbootstrap.servers = [b1:9092, b2:9092]\r\n" +
+		"\tkey.serializer = class org.apache.kafka.common.serialization.StringSerializer\r\n" +
+		"\tssl.key.password = [hidden]\r\n" +
+		"\ttransactional.id = null\r\n" +
+		"\tclient.id = café\r\n" +
+		"\r\n" +
+		"2026-12-01 10:16:40.201  INFO 1 --- [main] o.a.k.c.u.AppInfoParser : Kafka version: 3.9.0\r\n" +
+		"[x] INFO ConsumerConfig values: \n\tgroup.id = g\n" +
+		"[y] INFO ProducerConfig values: \n\tlinger.ms = 5\n"
+	if !IsProducerLog(log) {
+		t.Fatal("IsProducerLog = false")
+	}
+	files := ParseProducerLog("app.log", log)
+	if len(files) != 2 {
+		t.Fatalf("%d blocks, want 2", len(files))
+	}
+	want := []Entry{
+		{Key: "acks", RawKey: "acks", Value: "-1", KeyPos: Pos{2, 2}, ValuePos: Pos{2, 9}},
+		{Key: "bootstrap.servers", RawKey: "bootstrap.servers", Value: "b1:9092,b2:9092", RawValue: "[b1:9092, b2:9092]", KeyPos: Pos{3, 2}, ValuePos: Pos{3, 22}},
+		{Key: "key.serializer", RawKey: "key.serializer", Value: "org.apache.kafka.common.serialization.StringSerializer",
+			RawValue: "class org.apache.kafka.common.serialization.StringSerializer", KeyPos: Pos{4, 2}, ValuePos: Pos{4, 19}},
+		{Key: "ssl.key.password", RawKey: "ssl.key.password", Value: "[hidden]", KeyPos: Pos{5, 2}, ValuePos: Pos{5, 21}},
+		{Key: "client.id", RawKey: "client.id", Value: "café", KeyPos: Pos{7, 2}, ValuePos: Pos{7, 14}},
+	}
+	if diff := cmp.Diff(want, files[0].Entries); diff != "" {
+		t.Errorf("first block (-want +got):\n%s", diff)
+	}
+	if f := files[0]; f.Source != SourceLog || f.Dialect != Java || f.Origin != (Pos{1, 71}) || f.KafkaVersion != "3.9.0" {
+		t.Errorf("first block: source %q dialect %v origin %v version %q", f.Source, f.Dialect, f.Origin, f.KafkaVersion)
+	}
+	if f := files[1]; len(f.Entries) != 1 || f.Entries[0].Key != "linger.ms" || f.Origin != (Pos{12, 10}) || f.KafkaVersion != "" {
+		t.Errorf("second block: %+v", f)
+	}
+	if IsProducerLog("a=b\n# ProducerConfig values: in a comment, not at a line's end\n") {
+		t.Error("IsProducerLog took a comment for a block")
+	}
+}
+
+func TestParseConnectorJSON(t *testing.T) {
+	src := "{\n  \"name\": \"s3\",\n  \"config\": {\n    \"connector.class\": \"X\",\n    \"tasks.max\": 2,\n" +
+		"    \"producer.override.linger.ms\":\"5\",\n    \"nested\": {\"producer.override.acks\": \"0\"},\n" +
+		"    \"producer.override.client.id\": \"café\"\n  }\n}\n"
+	f, err := ParseConnectorJSON("c.json", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{
+		{Key: "linger.ms", RawKey: "producer.override.linger.ms", Value: "5", KeyPos: Pos{6, 5}, ValuePos: Pos{6, 35}, Rank: RankPrefixed},
+		{Key: "client.id", RawKey: "producer.override.client.id", Value: "café", KeyPos: Pos{8, 5}, ValuePos: Pos{8, 36}, Rank: RankPrefixed},
+	}
+	if diff := cmp.Diff(want, f.Entries); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	if f.Source != SourceConnector || !f.Partial {
+		t.Errorf("source %q partial %v", f.Source, f.Partial)
+	}
+	// The config object alone (PUT /connectors/NAME/config).
+	f, err = ParseConnectorJSON("c.json", `{"connector.class": "X", "producer.override.acks": "1"}`)
+	if err != nil || len(f.Entries) != 1 || f.Entries[0].Key != "acks" || f.Entries[0].ValuePos != (Pos{1, 52}) {
+		t.Errorf("flat config: %v %+v", err, f)
+	}
+	if _, err := ParseConnectorJSON("bad.json", "{\n  \"a\": \n}"); err == nil || !strings.Contains(err.Error(), "bad.json:3:") {
+		t.Errorf("syntax error = %v, want one at bad.json:3", err)
+	}
+}
+
+func TestComposeAndEnvFile(t *testing.T) {
+	src := "services:\n  broker:\n    environment:\n      KAFKA_CONNECTIONS_MAX_IDLE_MS: 300000\n" +
+		"  connect:\n    environment:\n      - CONNECT_PRODUCER_LINGER_MS=5\n      - \"CONNECT_PRODUCER_WITH__UNDER___DASH=x\"\n" +
+		"      - CONNECT_BOOTSTRAP_SERVERS=b:9092\n"
+	files, err := ParseCompose("docker-compose.yml", src)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("ParseCompose: %v, %d files", err, len(files))
+	}
+	f := files[0]
+	want := []Entry{
+		{Key: "linger.ms", RawKey: "CONNECT_PRODUCER_LINGER_MS", Value: "5", KeyPos: Pos{7, 9}, ValuePos: Pos{7, 36}, Rank: RankPrefixed},
+		{Key: "with_under-dash", RawKey: "CONNECT_PRODUCER_WITH__UNDER___DASH", Value: "x", KeyPos: Pos{8, 10}, ValuePos: Pos{8, 46}, Rank: RankPrefixed},
+		{Key: "bootstrap.servers", RawKey: "CONNECT_BOOTSTRAP_SERVERS", Value: "b:9092", KeyPos: Pos{9, 9}, ValuePos: Pos{9, 35}},
+	}
+	if diff := cmp.Diff(want, f.Entries); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	if f.BrokerIdleMS != 300000 || f.Origin != (Pos{5, 3}) || f.Source != SourceCompose {
+		t.Errorf("broker idle %d, origin %v, source %q", f.BrokerIdleMS, f.Origin, f.Source)
+	}
+	env := ParseEnvFile("c.env", "# c\nexport A=1\nB = \"x\\ny\" \nC='q r'\nD=v # comment\nBAD\n")
+	wantEnv := []Entry{
+		{Key: "A", RawKey: "A", Value: "1", KeyPos: Pos{2, 8}, ValuePos: Pos{2, 10}},
+		{Key: "B", RawKey: "B", Value: "x\ny", RawValue: "\"x\\ny\" ", KeyPos: Pos{3, 1}, ValuePos: Pos{3, 5}},
+		{Key: "C", RawKey: "C", Value: "q r", RawValue: "'q r'", KeyPos: Pos{4, 1}, ValuePos: Pos{4, 3}},
+		{Key: "D", RawKey: "D", Value: "v", RawValue: "v # comment", KeyPos: Pos{5, 1}, ValuePos: Pos{5, 3}},
+	}
+	if diff := cmp.Diff(wantEnv, env.Entries); diff != "" {
+		t.Errorf("env entries (-want +got):\n%s", diff)
+	}
+	if len(env.Problems) != 1 || env.Problems[0].Pos != (Pos{6, 1}) {
+		t.Errorf("env problems %+v", env.Problems)
+	}
+	if got, _, _ := ComposeExpand("${A:-d}/${B-e}/${C}/$$D", map[string]string{"C": "c"}); got != "d/e/c/$D" {
+		t.Errorf("ComposeExpand = %q", got)
+	}
+}
+
+func TestParseEmbedded(t *testing.T) {
+	src := "kind: ConfigMap\ndata:\n  producer.properties: |\n    a=1\n\n      b = 2\n  other.txt: |\n    c=3\n" +
+		"---\nkind: ConfigMap\ndata:\n  q.properties: \"d=4\\n\"\n"
+	files, err := ParseEmbedded("cm.yaml", src, SourceConfigMap)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("ParseEmbedded: %v, %d files", err, len(files))
+	}
+	want := []Entry{
+		{Key: "a", RawKey: "a", Value: "1", KeyPos: Pos{4, 5}, ValuePos: Pos{4, 7}},
+		{Key: "b", RawKey: "b", Value: "2", KeyPos: Pos{6, 7}, ValuePos: Pos{6, 11}},
+	}
+	if diff := cmp.Diff(want, files[0].Entries); diff != "" {
+		t.Errorf("literal block (-want +got):\n%s", diff)
+	}
+	if files[0].Origin != (Pos{3, 3}) || files[0].Path != "cm.yaml" || files[0].Source != SourceConfigMap {
+		t.Errorf("origin %v path %q source %q", files[0].Origin, files[0].Path, files[0].Source)
+	}
+	// A quoted value: positions at its start, and a note that says so.
+	q := files[1]
+	if len(q.Entries) != 1 || q.Entries[0].KeyPos != (Pos{12, 17}) || len(q.Problems) != 1 || !q.Problems[0].Note {
+		t.Errorf("quoted block: %+v", q)
+	}
+}

@@ -167,7 +167,7 @@ func TestLibrdkafkaCatalogConsistent(t *testing.T) {
 			continue
 		}
 		e := config.Entry{Key: s.Name, RawKey: s.Name, Value: s.Default}
-		if vp := checkLibValue(e, s); vp != nil {
+		for _, vp := range checkLibValue(e, s) {
 			t.Errorf("%s: default %q fails its own range: %s", s.Name, s.Default, vp.Msg)
 		}
 	}
@@ -295,7 +295,12 @@ func TestParseVersion(t *testing.T) {
 		{"4.1", Version{4, 1}, false},
 		{"4.x", Version{4, 1}, false},
 		{"", Version{4, 1}, false},
-		{"v3.7", Version{3, 7}, false},
+		{"v3.9", Version{3, 9}, false},
+		// Releases the catalog does not describe are refused, not checked
+		// as another release.
+		{"3.8", Version{}, true},
+		{"3.7.1", Version{}, true},
+		{"4.2", Version{}, true},
 		{"2.8", Version{}, true},
 		{"3.x", Version{}, true},
 		{"four", Version{}, true},
@@ -313,6 +318,9 @@ func TestParseVersion(t *testing.T) {
 	}
 	if err := (Options{KafkaVersion: "2.0"}).Validate(); err == nil {
 		t.Error("Options{2.0}.Validate() = nil")
+	}
+	if _, err := ParseVersion("3.8"); err == nil || !strings.Contains(err.Error(), "3.9, 4.0, 4.1") {
+		t.Errorf("ParseVersion(3.8) error %v, want the list of versions", err)
 	}
 	if err := DefaultOptions().Validate(); err != nil {
 		t.Errorf("DefaultOptions().Validate() = %v", err)

@@ -83,7 +83,15 @@ func Findings(f *config.File, opts Options) iter.Seq[Finding] {
 		if f == nil {
 			return
 		}
+		d := f.Dialect
+		if d == config.Unknown {
+			d = config.Java
+		}
+		// The rules see the values placeholders resolve to; what became
+		// of each placeholder is in the view.
+		f, phs := resolvePlaceholders(f, d, opts.Env)
 		v := newView(f, opts)
+		v.setPlaceholders(phs)
 		v.knownRule = func(id string) bool { _, ok := Lookup(id); return ok }
 		for _, r := range catalog {
 			v.ruleIDs = append(v.ruleIDs, r.ID)
@@ -103,7 +111,10 @@ func Findings(f *config.File, opts Options) iter.Seq[Finding] {
 					fd.Fix = r.Remediation
 				}
 				if fd.Pos.Line == 0 {
-					fd.Pos = filePos
+					fd.Pos = originOf(f)
+				}
+				if note := v.notes[fd.Pos]; note != "" && fd.RuleID != "KD410" && fd.RuleID != "KD411" {
+					fd.Message += " " + note
 				}
 				if !strings.HasPrefix(fd.RuleID, "KD9") && suppressed(fd, dirs) {
 					return
@@ -176,6 +187,15 @@ func inFileOrder(es []config.Entry) bool {
 	return true
 }
 
+// originOf is where findings about a configuration as a whole go: its
+// Origin (a log block's header line), else filePos.
+func originOf(f *config.File) config.Pos {
+	if f.Origin.Line > 0 {
+		return f.Origin
+	}
+	return filePos
+}
+
 // filePos is where findings about the file as a whole (a missing key, a
 // default value) are reported: its first line, so that a `kdiag:ignore`
 // comment on line 1 can suppress them.
@@ -226,6 +246,11 @@ type fileView struct {
 	eff map[string]int32
 	// repeated are the keys written more than once (KD409 looks at them).
 	repeated map[string]bool
+	// placeholders says what became of each entry's placeholders, by its
+	// KeyPos; notes what a finding at a resolved entry's key or value
+	// adds to its message (where the value came from).
+	placeholders map[config.Pos]*placeholder
+	notes        map[config.Pos]string
 	// knownRule and ruleIDs give the KD9xx rules the catalog without the
 	// rule values referring to it (which would be an initialization cycle).
 	knownRule func(string) bool
@@ -237,7 +262,14 @@ func newView(f *config.File, opts Options) *fileView {
 	if v.dialect == config.Unknown {
 		v.dialect = config.Java
 	}
-	ver, err := ParseVersion(opts.KafkaVersion)
+	want := opts.KafkaVersion
+	if f.KafkaVersion != "" {
+		// The file says which client wrote it (a log's "Kafka version:").
+		if _, err := ParseVersion(f.KafkaVersion); err == nil {
+			want = f.KafkaVersion
+		}
+	}
+	ver, err := ParseVersion(want)
 	if err != nil {
 		// Options.Validate reports a bad version; linting goes on with
 		// the default rather than checking nothing.
@@ -246,6 +278,10 @@ func newView(f *config.File, opts Options) *fileView {
 	v.version = ver
 	if opts.BrokerIdleMS == 0 {
 		v.brokerIdle = DefaultBrokerIdleMS
+	}
+	if f.BrokerIdleMS != 0 && !opts.BrokerIdleExplicit {
+		// The broker next to the client in the same file (compose).
+		v.brokerIdle = f.BrokerIdleMS
 	}
 	ext := strings.ToLower(filepath.Ext(f.Path))
 	v.yaml = ext == ".yml" || ext == ".yaml"
@@ -277,6 +313,39 @@ func effective(f *config.File) (map[string]int32, map[string]bool) {
 		eff[e.Key] = int32(i)
 	}
 	return eff, repeated
+}
+
+// setPlaceholders records what resolvePlaceholders found, by entry index.
+func (v *fileView) setPlaceholders(phs map[int]*placeholder) {
+	if len(phs) == 0 {
+		return
+	}
+	v.placeholders = map[config.Pos]*placeholder{}
+	v.notes = map[config.Pos]string{}
+	for i, ph := range phs {
+		e := v.f.Entries[i]
+		v.placeholders[e.KeyPos] = ph
+		if ph.kind == phResolved && ph.note != "" {
+			v.notes[e.KeyPos], v.notes[e.ValuePos] = ph.note, ph.note
+		}
+	}
+}
+
+// placeholderOf returns what became of an entry's placeholders (nil: it
+// has none).
+func (v *fileView) placeholderOf(e config.Entry) *placeholder {
+	if v.placeholders == nil {
+		return nil
+	}
+	return v.placeholders[e.KeyPos]
+}
+
+// unknown reports whether an entry's value is not known here: it comes at
+// run time, or it is placeholder text nothing resolves (KD410 reports it,
+// and no other rule checks it).
+func (v *fileView) unknown(e config.Entry) bool {
+	ph := v.placeholderOf(e)
+	return ph != nil && ph.kind != phResolved
 }
 
 // get returns the effective entry of key.
@@ -321,7 +390,14 @@ func (v *fileView) duplicates() map[string][]config.Entry {
 // whether the file sets it; ok is false when there is neither.
 func (v *fileView) javaValue(key string) (val string, e config.Entry, set, ok bool) {
 	if e, found := v.get(key); found {
+		if v.unknown(e) {
+			return "", e, true, false
+		}
 		return strings.TrimSpace(e.Value), e, true, true
+	}
+	if d, ok := v.f.Defaults[key]; ok {
+		// What Kafka Connect or Streams sets before the user's settings.
+		return d, config.Entry{}, false, true
 	}
 	s, found := JavaSetting(key)
 	if !found {
@@ -337,6 +413,9 @@ func (v *fileView) javaValue(key string) (val string, e config.Entry, set, ok bo
 func (v *fileView) libValue(keys ...string) (val string, e config.Entry, set, ok bool) {
 	keys = withAliases(keys)
 	if e, _, found := v.getAny(keys...); found {
+		if v.unknown(e) {
+			return "", e, true, false
+		}
 		return strings.TrimSpace(e.Value), e, true, true
 	}
 	for _, k := range keys {
@@ -352,6 +431,12 @@ func (v *fileView) libValue(keys ...string) (val string, e config.Entry, set, ok
 // looked for in other text.
 func (v *fileView) evidence(e config.Entry) string {
 	val := shown(e)
+	if e.RawValue != "" && val == e.Value {
+		val = e.RawValue // as written: 16KB, not the 16384 Spring makes of it
+	}
+	if v.f.Source == config.SourceLog {
+		return e.RawKey + " = " + val // as AbstractConfig.logAll writes it
+	}
 	if v.yaml {
 		return e.RawKey + ": " + val
 	}
@@ -397,7 +482,7 @@ func (p *Pass) reportKey(e config.Entry, sev Severity, msg, fix string) {
 // reportFile reports a problem of the file as a whole (a missing key, a
 // default that does not fit), at its first line.
 func (p *Pass) reportFile(key string, sev Severity, msg, fix string) {
-	p.Report(Finding{Severity: sev, Message: msg, Pos: filePos, Key: key, Fix: fix})
+	p.Report(Finding{Severity: sev, Message: msg, Pos: originOf(p.File), Key: key, Fix: fix})
 }
 
 // directive is one `kdiag:ignore` comment.
@@ -494,4 +579,16 @@ func withAliases(keys []string) []string {
 		}
 	}
 	return out
+}
+
+// frameworkKey reports an entry of a Kafka Streams configuration that is not
+// a producer.* setting: a plain producer config there applies to the
+// producer, but the others are Streams' own or its consumers' and admin's,
+// and no producer rule judges them.
+func frameworkKey(f *config.File, e config.Entry) bool {
+	if f.Source != config.SourceStreams || strings.HasPrefix(e.RawKey, "producer.") {
+		return false
+	}
+	_, ok := JavaSetting(e.Key)
+	return !ok
 }

@@ -25,6 +25,12 @@ func DefaultOptions() Options {
 	return Options{KafkaVersion: DefaultKafkaVersion, BrokerIdleMS: DefaultBrokerIdleMS}
 }
 
+// KnownVersions are the Java client releases whose configs the catalog
+// describes (default_3.9 and default_4.x_trunk of
+// java-producer-configs.tsv, with 4.0 and 4.1 told apart by their "new in"
+// statuses): --kafka-version takes these, with a patch number or not.
+var KnownVersions = []string{"3.9", "4.0", "4.1"}
+
 // Version is a Kafka release, major.minor.
 type Version struct{ Major, Minor int }
 
@@ -37,8 +43,9 @@ func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor)
 
 // ParseVersion reads a --kafka-version value: "3.9", "4.0", "4.1", "4.x"
 // (the newest 4 release kdiag knows, 4.1), "4" (4.0), or a patch release such
-// as "3.9.1". Releases before 3.0 are refused: their defaults (idempotence
-// off, acks=1) differ from the catalog's.
+// as "3.9.1". Other releases (3.8 and before, 4.2 and after) are refused
+// with the list of KnownVersions: their defaults and checks are not in the
+// catalog, and a silent fallback would check the wrong client.
 func ParseVersion(s string) (Version, error) {
 	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
 	if s == "" {
@@ -62,10 +69,14 @@ func ParseVersion(s string) (Version, error) {
 			return Version{}, fmt.Errorf("kafka version %q: want major.minor such as 3.9 or 4.1", s)
 		}
 	}
-	if major < 3 {
-		return Version{}, fmt.Errorf("kafka version %q: kdiag knows the 3.x and 4.x clients only", s)
+	v := Version{major, minor}
+	for _, k := range KnownVersions {
+		if k == v.String() {
+			return v, nil
+		}
 	}
-	return Version{major, minor}, nil
+	return Version{}, fmt.Errorf("kafka version %q: kdiag's catalog describes the Java client %s (4.x is %s); other versions have other defaults and checks: give the nearest of these",
+		s, strings.Join(KnownVersions, ", "), DefaultKafkaVersion)
 }
 
 // Validate checks the options a command was given.

@@ -104,6 +104,16 @@ type Options struct {
 	// BrokerIdleMS is the broker's connections.max.idle.ms (default 600000,
 	// or from --broker-config / --broker-idle-ms).
 	BrokerIdleMS int64
+	// BrokerIdleExplicit says BrokerIdleMS was given (--broker-idle-ms,
+	// --broker-config): it then wins over a broker the file itself
+	// describes (a compose file's broker container).
+	BrokerIdleExplicit bool
+	// Env holds environment variables to resolve placeholders with
+	// (--env FILE): Spring's ${NAME} and ${NAME:default}, the Java
+	// client's ${env:NAME} of a declared EnvVarConfigProvider, and ${NAME}
+	// a template tool fills in. Nil resolves none: such values come at
+	// run time.
+	Env map[string]string
 }
 
 // Pass is what a rule's Check sees of one file, and how it reports.

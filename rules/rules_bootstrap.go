@@ -123,19 +123,28 @@ func parseLibBootstrap(val string) []bootstrapEntry {
 }
 
 // bootstrapOf returns the broker-list entry of a file and its parsed entries.
-func (v *fileView) bootstrapOf() (config.Entry, []bootstrapEntry, bool) {
-	if v.dialect == config.Librdkafka {
-		e, _, ok := v.getAny("bootstrap.servers", "metadata.broker.list")
-		if !ok {
-			return e, nil, false
-		}
-		return e, parseLibBootstrap(e.Value), true
-	}
-	e, ok := v.get("bootstrap.servers")
-	if !ok {
+// A value known only at run time (a placeholder) is not parsed: ok is
+// false and known is true.
+func (v *fileView) bootstrapOf() (e config.Entry, entries []bootstrapEntry, ok bool) {
+	e, ok, known := v.bootstrapEntry()
+	if !ok || !known {
 		return e, nil, false
 	}
+	if v.dialect == config.Librdkafka {
+		return e, parseLibBootstrap(e.Value), true
+	}
 	return e, parseJavaBootstrap(e.Value), true
+}
+
+// bootstrapEntry is the broker list's entry: set says the file sets it,
+// known that its value is known here.
+func (v *fileView) bootstrapEntry() (e config.Entry, set, known bool) {
+	if v.dialect == config.Librdkafka {
+		e, _, set = v.getAny("bootstrap.servers", "metadata.broker.list")
+	} else {
+		e, set = v.get("bootstrap.servers")
+	}
+	return e, set, set && !v.unknown(e)
 }
 
 var kd201 = &Rule{
@@ -159,6 +168,9 @@ var kd201 = &Rule{
 		v := p.view
 		e, entries, ok := v.bootstrapOf()
 		if !ok {
+			if _, set, _ := v.bootstrapEntry(); set || p.File.Partial {
+				return // a placeholder (known at run time), or the rest of the config is elsewhere
+			}
 			if v.dialect == config.Java {
 				p.reportFile("bootstrap.servers", 0, "bootstrap.servers is not set: the Java producer cannot start without "+
 					"a broker to bootstrap from", "")

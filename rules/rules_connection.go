@@ -38,11 +38,12 @@ func (v *fileView) libInt(keys ...string) (n int64, e config.Entry, set, ok bool
 	if !ok {
 		return 0, e, set, false
 	}
-	n, err := parseJavaInt(val, 64)
-	if err != nil {
-		return 0, e, set, false
+	// As librdkafka reads it: (int)strtol(value, &end, 0).
+	r := readLibInt(val)
+	if !r.ok {
+		return 0, e, set, false // KD401 reports it
 	}
-	return n, e, set, true
+	return r.val, e, set, true
 }
 
 const (
@@ -189,20 +190,26 @@ var kd103 = &Rule{
 
 var kd104 = &Rule{
 	ID:       "KD104",
-	Title:    "librdkafka never closes idle connections (connections.max.idle.ms=0) and TCP keepalive is off",
-	Severity: Warning,
+	Title:    "librdkafka never closes idle connections (connections.max.idle.ms=0): the broker does, with reconnects and error logs",
+	Severity: Info,
 	Category: "connection",
-	Rationale: "librdkafka's connections.max.idle.ms defaults to 0, which disables idle closing (librdkafka only " +
-		"picks 230000 by itself when the broker list contains \"azure\"), and socket.keepalive.enable defaults " +
-		"to false, unlike the Java client, which always sets SO_KEEPALIVE. Idle connections then live until " +
-		"the broker closes them (600000 ms by default), a passive close, or until a load balancer or NAT " +
-		"silently drops the flow (Azure's drops flows idle for about 4 minutes), after which the next request " +
-		"on that connection times out.",
-	Remediation: "Set connections.max.idle.ms below the broker's and below any load balancer's idle timeout " +
-		"(e.g. 180000 behind Azure, 540000 otherwise), and socket.keepalive.enable=true.",
-	Source: "confluentinc/librdkafka CONFIGURATION.md: connections.max.idle.ms (0 .. 2147483647, default 0, " +
-		"\"Disable with 0\", Azure heuristic, librdkafka issue #3109) and socket.keepalive.enable (default false); " +
-		"../shared/reference/librdkafka-producer-configs.tsv (230000 from src/rdkafka_conf.c)",
+	Rationale: "librdkafka's connections.max.idle.ms defaults to 0, which disables idle closing (librdkafka picks " +
+		"230000 by itself only when the broker list contains \"azure\"). The broker then closes every connection " +
+		"idle for its own connections.max.idle.ms (600000 ms by default). librdkafka polls every broker socket, so " +
+		"it sees that close at once and leaves no CLOSE_WAIT behind (kcat and confluent-kafka were seen against " +
+		"kdiag broker to log \"Disconnected (after N ms in state UP)\" and reconnect): the cost is reconnect " +
+		"churn, an error log line and error callback per broker each idle period (log.connection.close is on by " +
+		"default), and a first request after each quiet spell that waits for a new connection and its TLS/SASL " +
+		"handshake. Behind a load balancer or NAT that drops idle flows silently (Azure's after about 4 minutes), " +
+		"a request on a dropped connection waits for a timeout instead. TCP keepalive (socket.keepalive.enable) " +
+		"does not stop the broker's idle close.",
+	Remediation: "Set connections.max.idle.ms below the broker's connections.max.idle.ms (e.g. 540000 against the " +
+		"default 600000, 180000 behind Azure's load balancer), so that librdkafka closes idle connections itself, " +
+		"quietly; or keep 0 and set log.connection.close=false if the reconnects are fine and only the logs are not.",
+	Source: "confluentinc/librdkafka CONFIGURATION.md connections.max.idle.ms (0 .. 2147483647, default 0, " +
+		"\"Disable with 0\") and log.connection.close (default true); src/rdkafka_conf.c rd_kafka_conf_finalize " +
+		"(connections.max.idle.ms left unmodified and \"azure\" in the broker list: (4 * 60 - 10) * 1000, issue " +
+		"#3109); src/rdkafka_broker.c rd_kafka_broker_fail (\"after %dms in state %s\")",
 	Dialects: libDialects,
 	Check: func(p *Pass) {
 		v := p.view
@@ -213,21 +220,44 @@ var kd104 = &Rule{
 		if !set && brokerListMentionsAzure(v) {
 			return // librdkafka picks 230000 by itself
 		}
-		kaVal, kaEntry, kaSet, _ := v.libValue("socket.keepalive.enable")
-		if ka, err := parseLibBool(kaVal); err == nil && ka {
+		msg := fmt.Sprintf("connections.max.idle.ms is 0 (librdkafka's default): librdkafka never closes idle "+
+			"connections, so the broker closes each after %s; librdkafka sees it at once and reconnects "+
+			"(no CLOSE_WAIT), logging a disconnect each time", brokerIdleText(v.brokerIdle))
+		if set {
+			p.reportValue(e, 0, name(e)+": 0 disables idle closing: "+strings.TrimPrefix(msg, "connections.max.idle.ms is 0 (librdkafka's default): "), "")
 			return
 		}
-		msg := "connections.max.idle.ms is 0 (librdkafka's default): the client never closes idle connections, " +
-			"and socket.keepalive.enable is off, so idle connections end when the broker closes them (a passive " +
-			"close) or a load balancer drops them (Azure's after 4 minutes)"
-		switch {
-		case set:
-			p.reportValue(e, 0, name(e)+": 0 "+strings.TrimPrefix(msg, "connections.max.idle.ms is 0 "), "")
-		case kaSet:
-			p.reportValue(kaEntry, 0, msg, "")
-		default:
-			p.reportFile("connections.max.idle.ms", 0, msg, "")
+		p.reportFile("connections.max.idle.ms", 0, msg, "")
+	},
+}
+
+var kd107 = &Rule{
+	ID:       "KD107",
+	Title:    "reconnect.backoff.max.ms is below reconnect.backoff.ms: librdkafka refuses the configuration",
+	Severity: Error,
+	Category: "connection",
+	Rationale: "librdkafka checks the two reconnect backoffs when it creates the client and fails with " +
+		"\"`reconnect.backoff.max.ms` must be >= `reconnect.backoff.ms`\": the producer is not created. The " +
+		"defaults are 100 and 10000; setting reconnect.backoff.ms above 10000 without raising the maximum is " +
+		"enough to hit it. (The Java client takes such values and uses the maximum as a cap.)",
+	Remediation: "Set reconnect.backoff.max.ms to at least reconnect.backoff.ms, or lower reconnect.backoff.ms.",
+	Source:      "confluentinc/librdkafka src/rdkafka_conf.c rd_kafka_conf_finalize (reconnect_backoff_max_ms < reconnect_backoff_ms)",
+	Dialects:    libDialects,
+	Check: func(p *Pass) {
+		v := p.view
+		lo, loE, loSet, ok1 := v.libInt("reconnect.backoff.ms")
+		hi, hiE, hiSet, ok2 := v.libInt("reconnect.backoff.max.ms")
+		if !ok1 || !ok2 || (!loSet && !hiSet) || hi >= lo {
+			return
 		}
+		at, what := hiE, fmt.Sprintf("%s: %d is below reconnect.backoff.ms (%d", name(hiE), hi, lo)
+		if !loSet {
+			what += ", its default"
+		}
+		if !hiSet {
+			at, what = loE, fmt.Sprintf("%s: %d is above reconnect.backoff.max.ms (%d, its default", name(loE), lo, hi)
+		}
+		p.reportValue(at, 0, what+"): librdkafka fails with \"`reconnect.backoff.max.ms` must be >= `reconnect.backoff.ms`\"", "")
 	},
 }
 

@@ -168,12 +168,14 @@ func (v *fileView) javaIdempotenceConflicts() (disabled bool, cs []idemConflict)
 	if m, e, set, ok := v.javaInt("max.in.flight.requests.per.connection"); ok && set && m > 5 {
 		c := idemConflict{rule: "KD304", e: e}
 		switch {
-		case v.version.AtLeast(4, 0):
-			c.fatal = true
-			c.msg = fmt.Sprintf("max.in.flight.requests.per.connection=%d with idempotence (on by default): Kafka 4.x throws ConfigException \"To use the idempotent producer, max.in.flight.requests.per.connection must be set to at most 5.\"", m)
 		case idemSet:
+			// Explicit: every version throws (3.9 and 4.x
+			// postProcessAndValidateIdempotenceConfigs, userConfiguredIdempotence).
 			c.fatal = true
 			c.msg = fmt.Sprintf("max.in.flight.requests.per.connection=%d with enable.idempotence=true: the producer throws ConfigException \"Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer.\"", m)
+		case v.version.AtLeast(4, 0):
+			c.fatal = true
+			c.msg = fmt.Sprintf("max.in.flight.requests.per.connection=%d with idempotence (on by default): Kafka 4.0 and later throw ConfigException \"To use the idempotent producer, max.in.flight.requests.per.connection must be set to at most 5.\" (3.x silently disabled idempotence)", m)
 		default:
 			c.msg = fmt.Sprintf("max.in.flight.requests.per.connection=%d silently disables idempotence in %s (a WARN; Kafka 4.0 and later refuse to start)", m, v.version)
 		}
@@ -467,7 +469,7 @@ var kd308 = &Rule{
 	Dialects: javaDialects,
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
-			if e.Key != "acks" {
+			if e.Key != "acks" || p.view.unknown(e) {
 				continue
 			}
 			if ve := checkAcks(e); ve != nil {
@@ -488,5 +490,5 @@ func checkAcks(e config.Entry) *ValueError {
 	if strings.EqualFold(val, "all") {
 		hint = " (values are case-sensitive: write all)"
 	}
-	return &ValueError{"KD308", fmt.Sprintf("%s: %q is not one of all, -1, 0, 1%s: the producer throws ConfigException", name(e), e.Value, hint)}
+	return &ValueError{Rule: "KD308", Msg: fmt.Sprintf("%s: %q is not one of all, -1, 0, 1%s: the producer throws ConfigException", name(e), e.Value, hint)}
 }

@@ -94,7 +94,11 @@ var kd903 = &Rule{
 	Source:      "config package parsers (config.File.Problems)",
 	Check: func(p *Pass) {
 		for _, pr := range p.File.Problems {
-			p.Report(Finding{Pos: pr.Pos, Message: pr.Msg})
+			sev := Severity(0)
+			if pr.Note {
+				sev = Info // kdiag's limit, not the client's problem
+			}
+			p.Report(Finding{Severity: sev, Pos: pr.Pos, Message: pr.Msg})
 		}
 	},
 }

@@ -38,6 +38,9 @@ type ValueError struct {
 	// Msg is the finding's message, starting with the key:
 	// `linger.ms: "5s" is not a number of milliseconds`.
 	Msg string
+	// Severity is the finding's, when it is not the rule's (0): a value
+	// librdkafka accepts but reads otherwise than it reads is a warning.
+	Severity Severity
 }
 
 // Error returns the finding's message.
@@ -71,7 +74,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 		if dataSizeRE().MatchString(val) {
 			return nil
 		}
-		return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, shown(e))}
+		return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not a data size (Spring takes 16384 or 16KB)", key, shown(e))}
 	}
 	var num float64
 	isNum := false
@@ -79,21 +82,21 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 	case "INT", "SHORT", "LONG":
 		n, err := parseJavaInt(val, intBits(s.Type))
 		if err == errRange {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, shown(e), intBits(s.Type))}
+			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q does not fit a %d-bit integer", key, shown(e), intBits(s.Type))}
 		}
 		if err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
+			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
 		}
 		num, isNum = float64(n), true
 	case "DOUBLE":
 		f, err := parseJavaDouble(val)
 		if err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a decimal number", key, shown(e))}
+			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not a decimal number", key, shown(e))}
 		}
 		num, isNum = f, true
 	case "BOOLEAN":
 		if _, err := parseJavaBool(val); err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
+			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
 		}
 	}
 	if isNum && (s.HasMin || s.HasMax) {
@@ -105,7 +108,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 			if len(s.Extra) > 0 {
 				allowed += " (or " + strings.Join(s.Extra, ", ") + ")"
 			}
-			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, shownVal(e, val), allowed)}
+			return &ValueError{Rule: "KD402", Msg: fmt.Sprintf("%s: %s is out of range: the Java client requires %s", key, shownVal(e, val), allowed)}
 		}
 	}
 	if e.Key == "acks" {
@@ -123,51 +126,91 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 			if !s.EnumFold && containsFold(s.Enum, val) {
 				hint = " (values are case-sensitive)"
 			}
-			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s%s", key, shown(e), strings.Join(s.Enum, ", "), hint)}
+			return &ValueError{Rule: "KD403", Msg: fmt.Sprintf("%s: %q is not one of %s%s", key, shown(e), strings.Join(s.Enum, ", "), hint)}
 		}
 	}
 	if s.NonEmpty && val == "" {
-		return &ValueError{"KD403", fmt.Sprintf("%s: an empty value is not allowed (the Java client requires a non-empty string)", key)}
+		return &ValueError{Rule: "KD403", Msg: fmt.Sprintf("%s: an empty value is not allowed (the Java client requires a non-empty string)", key)}
 	}
 	return nil
 }
 
-// checkLibValue checks a value against a librdkafka property's type and range.
-func checkLibValue(e config.Entry, s LibSetting) *ValueError {
+// checkLibValue checks a value as librdkafka's rd_kafka_conf_set does
+// (src/rdkafka_conf.c rd_kafka_anyconf_set_prop): an integer with
+// (int)strtol(value, &end, 0), a float with strtod, failing only when
+// nothing parses, then the range. What librdkafka accepts but reads
+// differently from what is written is a warning: text after the number
+// (ignored: "9m" is 9), an octal reading (a leading 0: "010" is 8), a number
+// the int cast wraps.
+func checkLibValue(e config.Entry, s LibSetting) []*ValueError {
 	val := strings.TrimSpace(e.Value)
 	key := name(e)
+	outside := func(f float64) bool { return (s.HasMin && f < s.Min) || (s.HasMax && f > s.Max) }
+	rng := rangeText(s.HasMin, s.HasMax, s.Min, s.Max)
 	switch s.Type {
-	case "integer", "float":
+	case "integer":
 		if (e.Key == "acks" || e.Key == "request.required.acks") && strings.EqualFold(val, "all") {
-			return nil
+			return nil // the property's string-to-int map
 		}
-		var f float64
-		if s.Type == "integer" {
-			n, err := parseJavaInt(val, 32)
-			if err != nil {
-				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not %s", key, shown(e), noun(e.Key))}
+		r := readLibInt(val)
+		if !r.ok {
+			return []*ValueError{{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not %s: librdkafka fails with \"Invalid value for configuration property\"", key, shown(e), noun(e.Key))}}
+		}
+		var out []*ValueError
+		if r.rest != "" {
+			out = append(out, &ValueError{Rule: "KD401", Severity: Warning, Msg: fmt.Sprintf(
+				"%s: librdkafka reads %q as %d and ignores %q after the number (strtol stops there): the setting is %d, not what %q says",
+				key, shown(e), r.val, r.rest, r.val, shown(e))})
+		}
+		if r.base == 8 && r.long != 0 {
+			if dec, err := strconv.ParseInt(strings.TrimLeft(val[:len(val)-len(r.rest)], " +-0"), 10, 64); err != nil || dec != abs64(r.long) {
+				out = append(out, &ValueError{Rule: "KD401", Severity: Warning, Msg: fmt.Sprintf(
+					"%s: librdkafka reads %q as octal (a leading 0 means base 8 to strtol): %d", key, shown(e), r.val)})
 			}
-			f = float64(n)
-		} else {
-			x, err := strconv.ParseFloat(val, 64)
-			if err != nil {
-				return &ValueError{"KD401", fmt.Sprintf("%s: %q is not a number", key, shown(e))}
-			}
-			f = x
 		}
-		if (s.HasMin && f < s.Min) || (s.HasMax && f > s.Max) {
-			return &ValueError{"KD402", fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, shownVal(e, val), rangeText(s.HasMin, s.HasMax, s.Min, s.Max))}
+		switch {
+		case outside(float64(r.val)) && r.wrapped:
+			out = append(out, &ValueError{Rule: "KD402", Msg: fmt.Sprintf(
+				"%s: librdkafka reads %s as %d (strtol's long is cast to int), which is not %s: it refuses the value",
+				key, shownVal(e, val), r.val, rng)})
+		case outside(float64(r.val)):
+			out = append(out, &ValueError{Rule: "KD402", Msg: fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, shownVal(e, val), rng)})
+		case r.wrapped:
+			out = append(out, &ValueError{Rule: "KD402", Severity: Warning, Msg: fmt.Sprintf(
+				"%s: librdkafka reads %s as %d: strtol's long is cast to int, which wraps", key, shownVal(e, val), r.val)})
 		}
+		return out
+	case "float":
+		f, n := strtod(val)
+		if n == 0 {
+			return []*ValueError{{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not a number: librdkafka fails with \"Invalid value for configuration property\"", key, shown(e))}}
+		}
+		var out []*ValueError
+		if rest := strings.TrimRight(val[n:], " \t"); rest != "" {
+			out = append(out, &ValueError{Rule: "KD401", Severity: Warning, Msg: fmt.Sprintf(
+				"%s: librdkafka reads %q as %s and ignores %q after the number (strtod stops there)", key, shown(e), fmtNum(f), rest)})
+		}
+		if outside(f) {
+			out = append(out, &ValueError{Rule: "KD402", Msg: fmt.Sprintf("%s: %s is out of range: librdkafka requires %s", key, shownVal(e, val), rng)})
+		}
+		return out
 	case "boolean":
 		if _, err := parseLibBool(val); err != nil {
-			return &ValueError{"KD401", fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
+			return []*ValueError{{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not true or false", key, shown(e))}}
 		}
 	case "enum value":
 		if !containsFold(s.Enum, val) {
-			return &ValueError{"KD403", fmt.Sprintf("%s: %q is not one of %s", key, shown(e), strings.Join(s.Enum, ", "))}
+			return []*ValueError{{Rule: "KD403", Msg: fmt.Sprintf("%s: %q is not one of %s", key, shown(e), strings.Join(s.Enum, ", "))}}
 		}
 	}
 	return nil
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // shownVal is val (the trimmed value of e) as a message may print it.
@@ -189,16 +232,23 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 		Check: func(p *Pass) {
 			v := p.view
 			for _, e := range p.Entries {
-				var vp *ValueError
+				if v.unknown(e) {
+					continue // KD410, KD411
+				}
+				var vps []*ValueError
 				if v.dialect == config.Librdkafka {
 					if s, ok := LibrdkafkaSetting(e.Key); ok {
-						vp = checkLibValue(e, s)
+						vps = checkLibValue(e, s)
 					}
 				} else if s, ok := JavaSetting(e.Key); ok && s.AvailableIn(v.version) {
-					vp = checkJavaValue(e, s, v.dialect == config.Spring)
+					if vp := checkJavaValue(e, s, v.dialect == config.Spring); vp != nil {
+						vps = []*ValueError{vp}
+					}
 				}
-				if vp != nil && vp.Rule == id {
-					p.reportValue(e, 0, vp.Msg, "")
+				for _, vp := range vps {
+					if vp.Rule == id {
+						p.reportValue(e, vp.Severity, vp.Msg, "")
+					}
 				}
 			}
 		},
@@ -269,7 +319,7 @@ var kd404 = &Rule{
 	Check: func(p *Pass) {
 		v := p.view
 		for _, e := range p.Entries {
-			if e.Key == "" {
+			if e.Key == "" || frameworkKey(p.File, e) {
 				continue
 			}
 			if v.dialect == config.Librdkafka {
@@ -588,7 +638,7 @@ var kd405 = &Rule{
 	Source:      "apache/kafka ConsumerConfig (keys not in ProducerConfig); confluentinc/librdkafka CONFIGURATION.md (C/P column)",
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
-			if e.Key != "" && IsConsumerOnlyKey(e.Key) && !knownToDialect(p.view, e.Key) {
+			if e.Key != "" && IsConsumerOnlyKey(e.Key) && !knownToDialect(p.view, e.Key) && !frameworkKey(p.File, e) {
 				p.reportKey(e, 0, fmt.Sprintf("%s is a consumer setting: a producer ignores it", name(e)), "")
 			}
 		}
@@ -618,7 +668,7 @@ var kd406 = &Rule{
 	Source:      "apache/kafka broker configs (KafkaConfig, ServerLogConfigs, SocketServerConfigs) versus ProducerConfig",
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
-			if e.Key == "" || !IsBrokerOnlyKey(e.Key) || knownToDialect(p.view, e.Key) {
+			if e.Key == "" || !IsBrokerOnlyKey(e.Key) || knownToDialect(p.view, e.Key) || frameworkKey(p.File, e) {
 				continue
 			}
 			if p.view.dialect == config.Librdkafka && strings.HasPrefix(e.Key, "log") {
@@ -659,6 +709,9 @@ var kd407 = &Rule{
 		"partitioner.class: classes removed in 4.0); apache/kafka ProducerConfig trunk",
 	Dialects: javaDialects,
 	Check: func(p *Pass) {
+		if p.File.Source == config.SourceLog {
+			return // a logged config has only keys its client defines
+		}
 		v := p.view
 		is4 := v.version.AtLeast(4, 0)
 		for _, e := range p.Entries {
@@ -687,7 +740,7 @@ var kd408 = &Rule{
 	Severity: Warning,
 	Category: "keys",
 	Rationale: "Some producer configs are newer than the client the file is for: metadata.recovery.rebootstrap." +
-		"trigger.ms and config.providers came with 4.0, the sasl.oauthbearer.assertion.* and jwt " +
+		"trigger.ms came with 4.0, the sasl.oauthbearer.assertion.* and jwt " +
 		"retriever/validator configs with 4.1 (KIP-1139), transaction.two.phase.commit.enable with KIP-939. An " +
 		"older client ignores them as unknown, so the behaviour they promise does not happen. The version " +
 		"comes from --kafka-version (default 4.1).",
@@ -695,14 +748,53 @@ var kd408 = &Rule{
 	Source:      "../shared/reference/java-producer-configs.tsv (status \"new in ...\", default \"(n/a)\" for 3.9)",
 	Dialects:    javaDialects,
 	Check: func(p *Pass) {
+		if p.File.Source == config.SourceLog {
+			return // a logged config has only keys its client defines
+		}
 		for _, e := range p.Entries {
 			s, ok := JavaSetting(e.Key)
-			if !ok || s.AddedIn == "" || s.AvailableIn(p.view.version) {
+			if !ok || s.AddedIn == "" || s.AvailableIn(p.view.version) || e.Key == "config.providers" {
+				// config.providers became a ProducerConfig key in 4.0,
+				// but AbstractConfig has resolved config providers for
+				// every client config since 2.x (3.9
+				// AbstractConfig.resolveConfigVariables): an older
+				// producer uses it too, though it logs it as unused.
 				continue
 			}
 			p.reportKey(e, 0, fmt.Sprintf("%s exists from Kafka %s on: a %s producer ignores it", name(e), s.AddedIn, p.view.version), "")
 		}
 	},
+}
+
+// reportLibAliases reports librdkafka properties set under more than one
+// of their names (linger.ms and queue.buffering.max.ms): each
+// rd_kafka_conf_set overwrites the same property, so the name set last wins
+// and the others are dead lines.
+func reportLibAliases(p *Pass) {
+	v := p.view
+	done := map[string]bool{}
+	for _, s := range LibrdkafkaSettings() {
+		names := withAliases([]string{s.Name})
+		if len(names) < 2 || done[names[0]] {
+			continue
+		}
+		for _, n := range names {
+			done[n] = true
+		}
+		_, winKey, ok := v.getAny(names...)
+		if !ok {
+			continue
+		}
+		win, _ := v.get(winKey)
+		for _, n := range names {
+			e, set := v.get(n)
+			if !set || n == winKey {
+				continue
+			}
+			p.reportKey(e, 0, fmt.Sprintf("%s is the same librdkafka property as %s, set again on line %d, which wins: this line has no effect",
+				name(e), winKey, win.KeyPos.Line), fmt.Sprintf("Keep one of %s.", strings.Join(names, " and ")))
+		}
+	}
 }
 
 var kd409 = &Rule{
@@ -717,6 +809,9 @@ var kd409 = &Rule{
 	Remediation: "Keep one line per key: delete the lines the message names as ignored.",
 	Source:      "java.util.Properties.load (a later put replaces an earlier one); config.File.Duplicates (same key, rank and document)",
 	Check: func(p *Pass) {
+		if p.view.dialect == config.Librdkafka {
+			reportLibAliases(p)
+		}
 		dups := p.view.duplicates()
 		keys := make([]string, 0, len(dups))
 		for k := range dups {

@@ -58,6 +58,7 @@ func StreamJSON(w io.Writer, findings iter.Seq[rules.Finding], catalog []*rules.
 	// The head object without its closing brace, then the findings array.
 	bw.Write(head[:len(head)-2])
 	bw.WriteString(",\n  \"findings\": [")
+	enc := newMarshaler("    ")
 	n := 0
 	for f := range findings {
 		f = scrub(f)
@@ -80,7 +81,7 @@ func StreamJSON(w io.Writer, findings iter.Seq[rules.Finding], catalog []*rules.
 				jf.Fix = r.Remediation
 			}
 		}
-		b, err := marshal(jf, "    ")
+		b, err := enc.marshal(jf)
 		if err != nil {
 			return err
 		}
@@ -106,6 +107,29 @@ func StreamJSON(w io.Writer, findings iter.Seq[rules.Finding], catalog []*rules.
 	bw.Write(tail[2:]) // without the opening brace and its newline
 	bw.WriteByte('\n')
 	return bw.Flush()
+}
+
+// marshaler encodes one value after another with one encoder and buffer,
+// as marshal does; the bytes it returns are valid until the next call.
+type marshaler struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func newMarshaler(prefix string) *marshaler {
+	m := &marshaler{}
+	m.enc = json.NewEncoder(&m.buf)
+	m.enc.SetIndent(prefix, "  ")
+	m.enc.SetEscapeHTML(false)
+	return m
+}
+
+func (m *marshaler) marshal(v any) ([]byte, error) {
+	m.buf.Reset()
+	if err := m.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(m.buf.Bytes(), []byte("\n")), nil
 }
 
 // marshal is json.MarshalIndent with kdiag's settings (two-space indent,

@@ -177,6 +177,7 @@ func StreamSARIF(w io.Writer, findings iter.Seq[rules.Finding], catalog []*rules
 	// counts of one file are dropped when the next file starts).
 	seen := map[string]int{}
 	curPath := ""
+	enc := newMarshaler("        ")
 	n := 0
 	for f := range findings {
 		f = scrub(f)
@@ -199,7 +200,7 @@ func StreamSARIF(w io.Writer, findings iter.Seq[rules.Finding], catalog []*rules
 		if f.Key != "" || f.Evidence != "" || f.Fix != "" {
 			res.Properties = &sarifResultProps{Key: f.Key, Evidence: f.Evidence, Fix: f.Fix}
 		}
-		b, err := marshal(res, "        ")
+		b, err := enc.marshal(res)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 )
 
 // errNotRegular is the error for an input that is neither a regular file nor
@@ -41,33 +42,29 @@ func describeMode(m fs.FileMode) string {
 // blocking on it: the file is opened non-blocking (openNonBlock), so that a
 // FIFO put in its place after a Stat cannot hang the open, and checked with
 // fstat on the open descriptor before a byte is read.
-func readRegular(name string) ([]byte, error) {
+//
+// The content comes back as a string read into a strings.Builder (whose
+// String does not copy): config.ParseString keeps substrings of it as keys
+// and values, so a large file is in memory once.
+func readRegular(name string) (string, error) {
 	f, err := openNonBlock(name)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: errNotRegular{st.Mode()}}
+		return "", &fs.PathError{Op: "read", Path: name, Err: errNotRegular{st.Mode()}}
 	}
-	data := make([]byte, 0, st.Size()+1)
-	for {
-		n, err := f.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			return data, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)] // the file grew: let append pick the size
-		}
+	var b strings.Builder
+	b.Grow(int(st.Size()) + 1)
+	if _, err := io.Copy(&b, f); err != nil {
+		return "", err
 	}
+	return b.String(), nil
 }
 
 // statInput tells what an argument is without opening it (which would block

@@ -29,7 +29,7 @@ type LintOptions struct {
 	IO *cmdutil.IOStreams
 	// ReadFile reads an input: readRegular, which refuses what is not a
 	// regular file without blocking on it, unless a test makes one fail.
-	ReadFile func(name string) ([]byte, error)
+	ReadFile func(name string) (string, error)
 	// ToolVersion is written into json and sarif output.
 	ToolVersion string
 	// Getwd gives the directory relative paths are relative to, %SRCROOT%
@@ -56,10 +56,14 @@ type LintOptions struct {
 	Format string
 	// Ignore lists rule IDs whose findings are dropped.
 	Ignore []string
+	// EnvFile is an environment file (NAME=value lines) whose variables
+	// resolve placeholders: Spring's ${NAME:default}, the Java client's
+	// ${env:NAME}, a template's ${NAME}.
+	EnvFile string
 }
 
 // configExts are the file names a directory walk picks up.
-var configExts = []string{".properties", ".yml", ".yaml", ".conf"}
+var configExts = []string{".properties", ".yml", ".yaml", ".conf", ".json", ".env"}
 
 // skipDirs are directories a walk never enters: other people's code.
 var skipDirs = map[string]bool{"vendor": true, "node_modules": true}
@@ -73,17 +77,38 @@ func NewCmdLint(f *cmdutil.Factory, runF func(*LintOptions) error) *cobra.Comman
 		Use:   "lint [flags] FILE|DIR|- ...",
 		Short: "Check producer configuration for connection risks and rejected settings",
 		Long: `Check Kafka producer configuration files: Java client .properties, librdkafka
-properties, and Spring Boot application.properties / application.yml.
+properties, and Spring Boot application.properties / application.yml; and
+the effective configuration the Java client logs at INFO when it creates a
+producer ("ProducerConfig values:" blocks in an application log: a file
+named *.log, or any input that holds such a block; each block is linted on
+its own, against the Kafka version the log names); the producer settings of
+Kafka Streams (application.id: plain producer configs and producer.*) and
+Kafka Connect (a worker's producer.* and bootstrap.servers, a connector's
+producer.override.*, in properties or a connector's *.json), with the
+defaults Streams and Connect give their producers; the environment of
+Kafka Connect containers (CONNECT_PRODUCER_* variables, as Confluent's images
+map them) in a docker-compose file or an env file, checked against the
+KAFKA_CONNECTIONS_MAX_IDLE_MS of a broker container in the same compose file;
+and configuration files embedded in a Kubernetes ConfigMap (data: entries
+named *.properties, *.yml, ...) or a Helm values*.yaml (blocks named so, or
+holding bootstrap.servers and the like), at their lines in the YAML.
 
 Each input is a file, a directory (searched recursively for *.properties,
-*.yml, *.yaml and *.conf, skipping hidden directories, vendor and
-node_modules) or - for standard input. The dialect of each file is detected
+*.yml, *.yaml, *.conf, *.json and *.env, skipping hidden directories, vendor
+and node_modules; only regular files are read) or - for standard input. The dialect of each file is detected
 from its name and content unless --dialect is given.
 
 The findings and a summary line go to standard output (with -o text, in the
 compiler style file:line:col: severity RULE message, then the fix); problems
 with the run itself, such as a file that cannot be read, go to standard
 error. Values of password-type keys are never printed.
+
+Placeholders: a Kafka config provider variable (${env:NAME},
+${file:path:key}) of a provider config.providers declares, and a Spring
+placeholder without a default, are values known at run time and are not
+checked (KD411); a Spring placeholder's default is checked, and the finding
+says it is the default; a variable of an undeclared provider, or template
+text, is reported (KD410). --env FILE resolves them from NAME=value lines.
 
 A finding is suppressed by a comment on its line or the line above:
   # kdiag:ignore KD101 the broker never closes idle connections here
@@ -99,6 +124,12 @@ Exit status:
 
   # A Spring Boot YAML from standard input, against a Kafka 3.9 client
   cat application.yml | kdiag lint --stdin-name application.yml --kafka-version 3.9 -
+
+  # Resolve ${KAFKA_LINGER:5}-style placeholders from an environment file
+  kdiag lint --env prod.env application.properties
+
+  # The effective configuration a Java producer logged at startup
+  kdiag lint app.log
 
   # Compare with the broker's own idle timeout
   kdiag lint --broker-config /etc/kafka/server.properties producer.properties
@@ -122,6 +153,7 @@ Exit status:
 	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", def.BrokerIdleMS, "broker connections.max.idle.ms in milliseconds")
 	fl.StringVar(&opts.FailOn, "fail-on", "warning", "lowest severity that makes the exit status 1: info|warning|error|none")
 	fl.StringSliceVar(&opts.Ignore, "ignore", nil, "rule IDs to leave out, comma-separated (KD101,KD203)")
+	fl.StringVar(&opts.EnvFile, "env", "", "environment `file` (NAME=value lines) to resolve ${NAME}, ${NAME:default} and ${env:NAME} placeholders with")
 	cmdutil.FormatFlag(fl, &opts.Format, "text", output.Formats())
 	return cmd
 }
@@ -230,16 +262,24 @@ func runLint(opts *LintOptions) error {
 	}
 	slices.SortStableFunc(uniq, func(a, b input) int { return strings.Compare(a.name, b.name) })
 
+	// A large file's entries are most of the heap, and live until its
+	// last finding is written: collecting when the heap has grown by 30%
+	// rather than Go's default 100% keeps the peak near what is live
+	// (50 MB of properties: 399 -> 263 MB peak RSS, for 6% more CPU).
+	defer debug.SetGCPercent(debug.SetGCPercent(30))
+
 	linted := 0
 	failed := false
 	findings := func(yield func(rules.Finding) bool) {
 		for _, in := range uniq {
 			var (
-				data []byte
+				data string
 				err  error
 			)
 			if in.stdin {
-				data, err = io.ReadAll(opts.IO.In)
+				var b strings.Builder
+				_, err = io.Copy(&b, opts.IO.In)
+				data = b.String()
 			} else {
 				data, err = opts.ReadFile(in.name)
 			}
@@ -247,14 +287,15 @@ func runLint(opts *LintOptions) error {
 				report(in.name, err)
 				continue
 			}
-			f, err := config.Parse(in.name, data, dialect)
-			data = nil // the file's bytes are not needed past the parse
+			// One input may hold several configurations (a log, one
+			// block per producer), each linted on its own.
+			fs, err := config.ParseAll(in.name, data, dialect)
 			if err != nil {
 				report(in.name, err)
 				continue
 			}
 			linted++
-			for fd := range rules.Findings(f, ropts) {
+			for fd := range rules.LintAll(fs, ropts) {
 				if ignore[fd.RuleID] {
 					continue
 				}
@@ -303,6 +344,18 @@ func lintOptions(opts *LintOptions) (rules.Options, error) {
 	if err := ro.Validate(); err != nil {
 		return ro, cmdutil.UsageErrorf("lint: --kafka-version: %v", err)
 	}
+	if opts.EnvFile != "" {
+		data, err := opts.ReadFile(opts.EnvFile)
+		if err != nil {
+			return ro, cmdutil.UsageErrorf("lint: --env %s: %v", opts.EnvFile, cause(err))
+		}
+		ef := config.ParseEnvFile(opts.EnvFile, data)
+		if len(ef.Problems) > 0 {
+			p := ef.Problems[0]
+			return ro, cmdutil.UsageErrorf("lint: --env %s:%d: %s", opts.EnvFile, p.Pos.Line, p.Msg)
+		}
+		ro.Env = ef.EnvMap()
+	}
 	switch {
 	case opts.BrokerConfig != "" && opts.BrokerIdleSet:
 		return ro, cmdutil.UsageErrorf("lint: --broker-config and --broker-idle-ms are mutually exclusive: give one")
@@ -310,17 +363,17 @@ func lintOptions(opts *LintOptions) (rules.Options, error) {
 		if opts.BrokerIdleMS < 0 {
 			return ro, cmdutil.UsageErrorf("lint: --broker-idle-ms %d: want milliseconds, 0 or more", opts.BrokerIdleMS)
 		}
-		ro.BrokerIdleMS = opts.BrokerIdleMS
+		ro.BrokerIdleMS, ro.BrokerIdleExplicit = opts.BrokerIdleMS, true
 	case opts.BrokerConfig != "":
 		data, err := opts.ReadFile(opts.BrokerConfig)
 		if err != nil {
 			return ro, cmdutil.UsageErrorf("lint: --broker-config %s: %v", opts.BrokerConfig, cause(err))
 		}
-		ms, err := rules.BrokerIdleFromFile(opts.BrokerConfig, strings.NewReader(string(data)))
+		ms, err := rules.BrokerIdleFromFile(opts.BrokerConfig, strings.NewReader(data))
 		if err != nil {
 			return ro, cmdutil.UsageErrorf("lint: --broker-config: %v", err)
 		}
-		ro.BrokerIdleMS = ms
+		ro.BrokerIdleMS, ro.BrokerIdleExplicit = ms, true
 	}
 	return ro, nil
 }

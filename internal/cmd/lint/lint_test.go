@@ -230,11 +230,11 @@ func TestUnreadableAmongGood(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling.properties")); err != nil {
 		t.Fatal(err)
 	}
-	readFile := func(name string) ([]byte, error) {
+	readFile := func(name string) (string, error) {
 		if name == locked {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+			return "", &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
 		}
-		return os.ReadFile(name)
+		return readRegular(name)
 	}
 	missing := filepath.Join(dir, "missing.yml")
 
@@ -477,5 +477,46 @@ func TestSecretsCorpus(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGoldenSources lints each folder of testdata/sources (configurations
+// found in other files: an application log's ProducerConfig blocks, ...) in
+// text and json, against testdata/sources/<name>.<format>.golden. The
+// positions in them are the ones in the files. Regenerate with
+// go test ./internal/cmd/lint/ -update.
+func TestGoldenSources(t *testing.T) {
+	dirs, err := filepath.Glob(td("sources/*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, format := range []string{"text", "json"} {
+			t.Run(filepath.Base(dir)+"/"+format, func(t *testing.T) {
+				_, out, errOut := run(t, "", func(o *LintOptions) { o.Format = format }, files...)
+				if errOut != "" {
+					t.Errorf("stderr: %s", errOut)
+				}
+				path := dir + "." + format + ".golden"
+				if *update {
+					if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (run go test ./internal/cmd/lint/ -update)", err)
+				}
+				if diff := cmp.Diff(string(want), out); diff != "" {
+					t.Errorf("%s differs (-want +got); if intended, run go test ./internal/cmd/lint/ -update:\n%s", path, diff)
+				}
+			})
+		}
 	}
 }

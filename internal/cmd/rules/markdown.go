@@ -28,6 +28,7 @@ var categoryTitles = map[string]string{
 	"crossfield":  "Settings the Java producer rejects or overrides",
 	"type":        "Types and ranges",
 	"keys":        "Keys",
+	"placeholder": "Placeholders",
 	"secrets":     "Secrets",
 	"suppression": "Suppressions",
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/clients"
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/internal/redact"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/procconfig"
@@ -109,6 +110,8 @@ type Report struct {
 	// Blind is set when doctor could not see what it was asked to (a named
 	// process it could not read, sockets it could not attribute): exit 3.
 	Blind bool `json:"blind"`
+	// BlindReason says, when Blind, what was not seen and why.
+	BlindReason string `json:"blind_reason,omitempty"`
 }
 
 // Process is one process's part of the report.
@@ -222,10 +225,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			break
 		}
 	}
+	rep.Notes = append(rep.Notes, last.Notes...)
+	// Blind when CLOSE_WAIT sockets could not be attributed for a reason
+	// that could hide a Kafka client's (a process kdiag could not read, its
+	// own fd limit), or a named process was not there: what doctor did not
+	// see could change what it says.
+	if u := last.Unseen; u != nil && u.Sockets[netstat.CloseWait.String()] > 0 {
+		rep.Blind = true
+		rep.BlindReason = fmt.Sprintf("%s unattributed: %s", human.Plural(u.Sockets[netstat.CloseWait.String()], "CLOSE_WAIT socket"), u.Reason)
+	}
 	for _, n := range last.Notes {
-		rep.Notes = append(rep.Notes, n)
-		if strings.Contains(n, "unattributed") || strings.Contains(n, "no such process") {
+		if strings.Contains(n, "no such process") {
 			rep.Blind = true
+			rep.BlindReason = cmp.Or(rep.BlindReason, n)
 		}
 	}
 	a := tracker.Analysis()
@@ -247,6 +259,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if _, err := o.ReadProc(pid); err != nil {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("pid %d: %v", pid, err))
 				rep.Blind = true
+				rep.BlindReason = cmp.Or(rep.BlindReason, fmt.Sprintf("pid %d: %v", pid, err))
 				continue
 			}
 			pids = append(pids, pid)

@@ -172,3 +172,41 @@ func js(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestBlindIsUnknown: when the scan could not attribute CLOSE_WAIT sockets
+// (a process kdiag may not read), doctor exits 3 and says why first; a
+// process that exited during the scan is not that.
+func TestBlindIsUnknown(t *testing.T) {
+	f := &fake{now: t0}
+	o := f.options()
+	scan := o.Scan
+	o.Scan = func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error) {
+		s, err := scan(ctx, q)
+		s.Notes = append(s.Notes, "pid 4 exited before its details were read; 1 socket is left unattributed")
+		return s, err
+	}
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Blind || r.ExitCode() == 3 {
+		t.Errorf("an exited process made doctor blind: %q", r.BlindReason)
+	}
+	o.Scan = func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error) {
+		s, err := scan(ctx, q)
+		s.Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 30}, Reason: "the fds of pid 1 (init) could not be read (permission denied)"}
+		return s, err
+	}
+	if r, err = Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(buf.String(), "\n", 3)
+	want := "UNKNOWN: 30 CLOSE_WAIT sockets unattributed: the fds of pid 1 (init) could not be read (permission denied)"
+	if r.ExitCode() != 3 || len(lines) < 2 || !strings.HasPrefix(lines[1], want) {
+		t.Errorf("exit %d, text:\n%s\nwant exit 3 and, first, %q", r.ExitCode(), buf.String(), want)
+	}
+}

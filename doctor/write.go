@@ -115,6 +115,9 @@ func clientTitle(p Process) string {
 func WriteText(w io.Writer, r *Report) error {
 	e := &ew{w: w}
 	e.f("kdiag doctor: %s\n", header(r))
+	if r.Blind {
+		e.f("UNKNOWN: %s; what doctor says below may miss it.\n", r.BlindReason)
+	}
 	if len(r.Processes) == 0 {
 		e.f("\nNo Kafka client process found (none with a Kafka client library, nor with sockets to the brokers); name one with --pid or --process.\n")
 	}
@@ -226,6 +229,9 @@ func mdEscape(s string) string {
 func WriteMarkdown(w io.Writer, r *Report) error {
 	e := &ew{w: w}
 	e.f("## kdiag doctor\n\n%s.\n\n", header(r))
+	if r.Blind {
+		e.f("**UNKNOWN: %s; what doctor says below may miss it.**\n\n", mdEscape(r.BlindReason))
+	}
 	if len(r.Processes) > 0 {
 		e.f("| pid | process | client | instances | CLOSE_WAIT | CLOSE (held) | ESTABLISHED | oldest CLOSE_WAIT | verdict | findings |\n")
 		e.f("| ---: | --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |\n")

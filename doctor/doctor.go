@@ -11,7 +11,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,7 +181,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
 	q := o.Query
 	q.States = netstat.AllStates
-	aopts := analyzer.Options{StuckAge: o.StuckAge, IsBroker: isBroker(q.Brokers), Identify: o.Identify}
+	aopts := analyzer.Options{StuckAge: o.StuckAge, IsBroker: netstat.IsBroker(q.Brokers), Identify: o.Identify}
 	tracker := analyzer.NewTracker(aopts)
 	rep := &Report{}
 	var last *netstat.Snapshot
@@ -313,7 +312,7 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 	if p.NetworkThreads == nil {
 		p.NetworkThreads = []clients.NetworkThread{}
 	}
-	isB := isBroker(o.Query.Brokers)
+	isB := netstat.IsBroker(o.Query.Brokers)
 	for _, s := range last.Sockets {
 		if s.PID != pid {
 			continue
@@ -423,19 +422,4 @@ func (r *Report) ExitCode() int {
 		return 1
 	}
 	return 0
-}
-
-// isBroker marks brokers as watch does: --brokers, else the default ports.
-func isBroker(brokers []netstat.Endpoint) func(ap netip.AddrPort) bool {
-	return func(ap netip.AddrPort) bool {
-		if len(brokers) == 0 {
-			return slices.Contains(netstat.DefaultKafkaPorts, ap.Port())
-		}
-		for _, b := range brokers {
-			if b.Match(ap) {
-				return true
-			}
-		}
-		return false
-	}
 }

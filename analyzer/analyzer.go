@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -49,6 +50,10 @@ type Options struct {
 	// --brokers); such remotes are marked, always tracked, and named first
 	// in diagnoses. nil: none is.
 	IsBroker func(netip.AddrPort) bool
+	// Identify names the Kafka client library of a process, once per
+	// process (kdiag watch reads the live process: clients.Identify); nil
+	// means clients.FromProcess, from what the scan recorded of it.
+	Identify func(netstat.Process) clients.Client
 }
 
 // The defaults of Options.MinSamples and Options.MinDuration: what a window
@@ -110,6 +115,13 @@ func (c Counts) Get(s netstat.State) int {
 	return 0
 }
 
+// Leaked returns the CLOSE_WAIT sockets plus the held CLOSE ones: a CLOSE
+// socket a process holds is a CLOSE_WAIT one that a keepalive RST took out of
+// the kernel's tables (netstat.Close), the same leak one stage later. Trends
+// and verdicts of "CLOSE_WAIT" count both, so a leak does not look like it
+// drains when its sockets move from one to the other.
+func (c Counts) Leaked() int { return c.Get(netstat.CloseWait) + c.Get(netstat.Close) }
+
 // Total returns the count over all states.
 func (c Counts) Total() int {
 	n := 0
@@ -152,8 +164,23 @@ type CloseWaitSocket struct {
 	Age    time.Duration `json:"age_ns,omitempty"`
 	HasAge bool          `json:"has_age"`
 	// FINAt is the earliest arrival time of the FIN that any sample's
-	// tcp_info age implied (sample time minus age); zero without ages.
+	// tcp_info age implied (sample time minus age: the latest the FIN can
+	// have come by that sample); zero without ages.
 	FINAt time.Time `json:"fin_at,omitempty"`
+	// FINEarliest is the earliest the FIN can have come, by the sample
+	// that bounds it most (sample time minus its age's upper bound,
+	// netstat.Socket.AgeMax); equal to FINAt when a sample knew the age
+	// exactly, zero without ages.
+	FINEarliest time.Time `json:"fin_earliest,omitempty"`
+	// IdleAtFIN is how long the connection had carried no data when the
+	// FIN came (netstat.Socket.IdleMS), 0 when no sample knew it: for a
+	// broker's idle close, about its connections.max.idle.ms.
+	IdleAtFIN time.Duration `json:"idle_at_fin_ns,omitempty"`
+	// Held is true once the socket was seen in state CLOSE: the kernel
+	// reset it out of its tables (a keepalive probe's RST) and the process
+	// still holds its fd; HeldSince is the first sample that saw it so.
+	Held      bool      `json:"held,omitempty"`
+	HeldSince time.Time `json:"held_since,omitempty"`
 
 	gen uint64 // the Tracker sample that last saw it
 }
@@ -174,7 +201,25 @@ func (c CloseWaitSocket) Since() time.Time {
 	return c.FirstSeen
 }
 
-// AgeAt is how long the socket had been in CLOSE_WAIT at t.
+// Exact reports whether the time of the FIN is known exactly (a sample's
+// tcp_info could have had no ACK after it), so AgeAt is the age, not a
+// lower bound of it.
+func (c CloseWaitSocket) Exact() bool {
+	return !c.FINAt.IsZero() && c.FINAt.Equal(c.FINEarliest) && !c.FINAt.After(c.FirstSeen)
+}
+
+// MaxAgeAt is the most the socket's CLOSE_WAIT age can be at t, and false
+// when no sample bounded it (no tcp_info: the /proc source, or a socket
+// first seen held CLOSE).
+func (c CloseWaitSocket) MaxAgeAt(t time.Time) (time.Duration, bool) {
+	if c.FINEarliest.IsZero() {
+		return 0, false
+	}
+	return t.Sub(c.FINEarliest), true
+}
+
+// AgeAt is how long the socket had been in CLOSE_WAIT at t: the age when
+// Exact, else the least it can be (MaxAgeAt bounds it from above).
 func (c CloseWaitSocket) AgeAt(t time.Time) time.Duration { return t.Sub(c.Since()) }
 
 // RemoteSeries is one remote endpoint of one process over time.
@@ -206,9 +251,11 @@ func (r RemoteSeries) Name() string {
 type ProcessSeries struct {
 	Key ProcessKey `json:"key"`
 	// Process is the latest metadata seen (name, cmdline, user, Kafka).
-	Process   netstat.Process `json:"process"`
-	FirstSeen time.Time       `json:"first_seen"`
-	LastSeen  time.Time       `json:"last_seen"`
+	Process netstat.Process `json:"process"`
+	// Client is the Kafka client library it runs (Options.Identify).
+	Client    clients.Client `json:"client"`
+	FirstSeen time.Time      `json:"first_seen"`
+	LastSeen  time.Time      `json:"last_seen"`
 	// Last is the counts at the last sample.
 	Last Counts `json:"last"`
 	// Points has one entry per sample from FirstSeen to the end of the
@@ -264,6 +311,23 @@ type Analysis struct {
 	Findings  []Finding       `json:"findings"`
 	// Notes are the scans' notes, each once, with how many scans said it.
 	Notes []Note `json:"notes,omitempty"`
+	// Unseen, when set, says that in some samples CLOSE_WAIT sockets could
+	// not be attributed because kdiag could not read their possible
+	// holders: a leak there would not show in Processes or Findings.
+	Unseen *Unseen `json:"unseen,omitempty"`
+}
+
+// Unseen sums the samples whose CLOSE_WAIT kdiag could not attribute
+// (netstat.Snapshot.Unseen).
+type Unseen struct {
+	// Samples is how many samples had such sockets.
+	Samples int `json:"samples"`
+	// MaxCloseWait is the most in one sample, LastCloseWait the last
+	// sample's (0 when it had none).
+	MaxCloseWait  int `json:"max_close_wait"`
+	LastCloseWait int `json:"last_close_wait"`
+	// Reason is the last such sample's reason.
+	Reason string `json:"reason"`
 }
 
 // Note is a scan note and the number of samples that carried it.

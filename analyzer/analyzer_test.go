@@ -363,3 +363,71 @@ func TestMaxRemotesOverflow(t *testing.T) {
 }
 
 func isBroker1(ap netip.AddrPort) bool { return ap == broker1 }
+
+// TestHeldCloseIsTheSameLeak: CLOSE_WAIT sockets that a keepalive RST turns
+// into held CLOSE ones (same inodes, no remote in the snapshot) stay the
+// same sockets: the leak does not drain, none is counted closed, they keep
+// their broker, and their CLOSE_WAIT age stays what tcp_info said.
+func TestHeldCloseIsTheSameLeak(t *testing.T) {
+	p := proc(42, "app", t0.Add(-time.Hour))
+	tr := NewTracker(Options{IsBroker: isBroker1})
+	for i := range 40 {
+		s := snap(float64(i), spec{p: p, cw: 1 + i/4, inode: 100, age: time.Duration(i) * time.Second, hasAge: true})
+		if i >= 30 {
+			// The first five went to CLOSE: reset, held, addresses unknown.
+			for j := range s.Sockets {
+				if x := &s.Sockets[j]; x.Inode < 105 {
+					x.State, x.Local, x.Remote, x.HasAge, x.Age = netstat.Close, netip.AddrPort{}, netip.AddrPort{}, false, 0
+				}
+			}
+		}
+		tr.Add(&s)
+	}
+	a := tr.Analysis()
+	ps := a.Processes[0]
+	if ps.CloseWait.Verdict != Growing || ps.CloseWait.Last != 10 {
+		t.Errorf("leak verdict %v, last %d; want growing with 10 (CLOSE_WAIT plus held CLOSE)", ps.CloseWait.Verdict, ps.CloseWait.Last)
+	}
+	if ps.Closed != 0 {
+		t.Errorf("%d sockets counted closed, want 0: they are held", ps.Closed)
+	}
+	held := 0
+	for _, c := range ps.CloseWaitSockets {
+		if c.Held {
+			held++
+			if c.Remote != broker1 || c.HeldSince != t0.Add(30*time.Second) {
+				t.Errorf("held socket %d: remote %v since %v, want %v since %v", c.Inode, c.Remote, c.HeldSince, broker1, t0.Add(30*time.Second))
+			}
+		}
+	}
+	if held != 5 || len(ps.CloseWaitSockets) != 10 {
+		t.Errorf("%d held of %d sockets, want 5 of 10", held, len(ps.CloseWaitSockets))
+	}
+	if len(ps.Remotes) == 0 || ps.Remotes[0].Remote != broker1 || ps.Remotes[0].Last.Leaked() != 5 {
+		t.Errorf("remotes %+v: want broker1 first, its 5 CLOSE_WAIT (the held ones have no remote in the snapshot)", ps.Remotes)
+	}
+}
+
+// TestAgeBounds: a socket whose tcp_info age is a bound is not Exact, and
+// the bounds the samples give are kept at their tightest.
+func TestAgeBounds(t *testing.T) {
+	p := proc(42, "app", t0.Add(-time.Hour))
+	tr := NewTracker(Options{})
+	for i, b := range []struct {
+		age  time.Duration
+		span uint32
+	}{{10 * time.Second, 30000}, {time.Second, 60000}} {
+		s := snap(float64(10*i), spec{p: p, cw: 1, inode: 7, age: b.age, hasAge: true})
+		s.Sockets[0].AgeSpan = b.span
+		tr.Add(&s)
+	}
+	c := tr.Analysis().Processes[0].CloseWaitSockets[0]
+	// Sample 1 at t0: FIN between t0-40s and t0-10s. Sample 2 at t0+10s:
+	// between t0-51s and t0+9s. So t0-40s to t0-10s.
+	if c.Exact() || !c.Since().Equal(t0.Add(-10*time.Second)) || !c.FINEarliest.Equal(t0.Add(-40*time.Second)) {
+		t.Errorf("exact %v, since %v, earliest %v; want a bound from t0-40s to t0-10s", c.Exact(), c.Since(), c.FINEarliest)
+	}
+	if hi, ok := c.MaxAgeAt(t0.Add(10 * time.Second)); !ok || hi != 50*time.Second {
+		t.Errorf("MaxAgeAt = %v, %v; want 50s", hi, ok)
+	}
+}

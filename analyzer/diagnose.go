@@ -2,11 +2,12 @@ package analyzer
 
 import (
 	"fmt"
-	"github.com/kdiag/kdiag/internal/human"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/kdiag/kdiag/clients"
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -64,10 +65,43 @@ type Finding struct {
 	Causes []Cause `json:"causes"`
 }
 
-// Cause is a likely cause and the lint rules that check for it.
+// Cause is a likely cause: an ID, what it is (Title), what to do about it
+// in the client's own terms (Fix), the evidence it rests on, and the lint
+// rules that check for it. Text is Title and Fix in one line, what watch
+// and the reports print.
 type Cause struct {
-	Text  string   `json:"text"`
-	Rules []string `json:"rules,omitempty"`
+	ID       string   `json:"id"`
+	Title    string   `json:"title"`
+	Fix      string   `json:"fix"`
+	Evidence []string `json:"evidence,omitempty"`
+	Text     string   `json:"text"`
+	Rules    []string `json:"rules,omitempty"`
+}
+
+// Evidence is what is known of a process beyond its sockets, which the
+// diagnosis weighs: the client library (watch and report have that from
+// identification), and what kdiag doctor reads besides: its threads, its
+// configuration's lint findings and the sockets it holds closed.
+type Evidence struct {
+	Client clients.Client
+	// Threads are its client's threads over doctor's samples; nil when
+	// not read.
+	Threads *clients.Threads
+	// Config are the lint findings of the configuration found for it.
+	Config []ConfigFact
+	// HeldClosed counts the TCP sockets it holds that are in no kernel
+	// table (state CLOSE: reset, or closed by keepalive, and never
+	// closed by the process); -1 when not counted.
+	HeldClosed int
+}
+
+// ConfigFact is one lint finding of a process's configuration, as the
+// diagnosis cites it.
+type ConfigFact struct {
+	Rule string `json:"rule"`
+	// Where is "path:line" (or the environment variable) it was found at.
+	Where   string `json:"where"`
+	Message string `json:"message"`
 }
 
 // diagnose writes the findings for every process of a, worst first.
@@ -75,10 +109,38 @@ func diagnose(a *Analysis, opts Options) []Finding {
 	var out []Finding
 	for i := range a.Processes {
 		p := &a.Processes[i]
-		if f, ok := closeWaitFinding(a, p, opts); ok {
-			out = append(out, f)
-		}
-		if f, ok := connLeakFinding(a, p); ok {
+		out = append(out, Diagnose(a, p, Evidence{Client: p.Client, HeldClosed: -1}, opts)...)
+	}
+	slices.SortStableFunc(out, func(x, y Finding) int { return int(y.Severity) - int(x.Severity) })
+	return out
+}
+
+// Diagnose writes the findings for one process of a, worst first, from its
+// sockets over the window and ev. It is the one engine behind every
+// diagnosis kdiag prints: watch's and the reports' (ev has the client),
+// doctor's (ev has its threads, configuration and held sockets too). A
+// process that is no Kafka client gets no Kafka cause, and one that is no
+// JVM no Java cause.
+func Diagnose(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) []Finding {
+	opts = opts.withDefaults()
+	var out []Finding
+	cw, cwOK := closeWaitFinding(a, p, ev, opts)
+	if cwOK {
+		out = append(out, cw)
+	}
+	if f, ok := connLeakFinding(a, p, ev); ok {
+		out = append(out, f)
+	}
+	if f, ok := instancesFinding(p, ev); ok {
+		out = append(out, f)
+	}
+	if f, ok := heldClosedFinding(p, ev); ok {
+		out = append(out, f)
+	}
+	if !cwOK {
+		// A blocked network thread is a finding of its own only before it
+		// has left CLOSE_WAIT behind; after, it is that finding's cause.
+		if f, ok := blockedThreadFinding(p, ev); ok {
 			out = append(out, f)
 		}
 	}
@@ -86,11 +148,15 @@ func diagnose(a *Analysis, opts Options) []Finding {
 	return out
 }
 
-func closeWaitFinding(a *Analysis, p *ProcessSeries, opts Options) (Finding, bool) {
+func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) (Finding, bool) {
 	tr := p.CloseWait
 	f := Finding{Process: p.Key, Name: p.Name()}
 	oldest, hasOld := p.OldestCloseWait()
 	switch {
+	case tr.Verdict == Step:
+		f.Severity, f.Kind = Warning, KindStep
+		f.Summary = fmt.Sprintf("CLOSE_WAIT step in %s (%s): %d → %d sockets over %s, then holding: the broker closed %s the client had, and it has not closed them; a bounded step, not a leak",
+			p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), human.Plural(tr.Max-tr.First, "idle connection"))
 	case tr.Verdict == Growing:
 		f.Severity, f.Kind = Critical, KindLeak
 		f.Summary = fmt.Sprintf("CLOSE_WAIT leak in %s (%s): %d → %d sockets in %s, %s",
@@ -102,11 +168,14 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, opts Options) (Finding, boo
 	case hasOld && oldest.AgeAt(a.End) >= opts.StuckAge:
 		f.Severity, f.Kind = Warning, KindHeld
 		f.Summary = fmt.Sprintf("%s held by %s (%s) for up to %s, not growing (%s over %s), never closed",
-			human.Plural(tr.Last, "CLOSE_WAIT socket"), p.Name(), p.Key, human.Age(oldest.AgeAt(a.End)), verdictWord(tr.Verdict), human.Age(tr.Span))
+			leakedWords(p.Last), p.Name(), p.Key, human.Age(oldest.AgeAt(a.End)), verdictWord(tr.Verdict), human.Age(tr.Span))
 	default:
 		return Finding{}, false
 	}
 	f.Details = append(f.Details, processLine(p))
+	if line := clientLine(ev.Client); line != "" {
+		f.Details = append(f.Details, line)
+	}
 	if line := remotesLine(p, true); line != "" {
 		f.Details = append(f.Details, line)
 	}
@@ -118,6 +187,9 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, opts Options) (Finding, boo
 		f.Details = append(f.Details, fmt.Sprintf("Since: the oldest CLOSE_WAIT socket (%s → %s) has waited since %s, %s before the last sample (%s).",
 			oldest.Local, oldest.Remote, oldest.Since().UTC().Format(time.RFC3339), human.Age(oldest.AgeAt(a.End)), src))
 	}
+	if line := brokerIdleLine(p); line != "" {
+		f.Details = append(f.Details, line)
+	}
 	f.Details = append(f.Details, rateLine(p))
 	if line := recvQLine(p.CloseWaitSockets); line != "" {
 		f.Details = append(f.Details, line)
@@ -126,13 +198,97 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, opts Options) (Finding, boo
 		// Closing is what a healthy client does; no cause to look for.
 		return f, true
 	}
-	f.Causes = closeWaitCauses(p)
+	f.Causes = closeWaitCauses(a, p, ev)
 	return f, true
+}
+
+// Kinds of finding that kdiag doctor's evidence adds.
+const (
+	// KindStep: CLOSE_WAIT rose at once and holds: one idle close of
+	// several connections, not a leak.
+	KindStep = "close-wait-step"
+	// KindInstancesGrowing: the client's instance threads grow: a
+	// producer created per message or request and never closed.
+	KindInstancesGrowing = "instances-growing"
+	// KindHeldClosed: TCP sockets held open in state CLOSE, in no kernel
+	// table.
+	KindHeldClosed = "sockets-held-closed"
+	// KindThreadBlocked: a network thread that must poll to see a FIN was
+	// never seen polling.
+	KindThreadBlocked = "network-thread-blocked"
+)
+
+// ShapeStep is CloseWaitShape's word for a bounded step (Step's name).
+var ShapeStep = Step.String()
+
+// CloseWaitShape says what the process's CLOSE_WAIT count did over the
+// window: its verdict's name, "step" included (see Step and stepOf).
+func CloseWaitShape(p *ProcessSeries, opts Options) string {
+	return p.CloseWait.Verdict.String()
+}
+
+// BrokerIdle estimates the peer's idle timeout from the CLOSE_WAIT sockets
+// whose idle time before the FIN is known: the median, the range and how
+// many; ok false when none is known. For a broker that is its
+// connections.max.idle.ms (Kafka's Selector closes a connection idle
+// longer, on its next poll).
+func BrokerIdle(p *ProcessSeries) (median, lo, hi time.Duration, n int, ok bool) {
+	var idles []time.Duration
+	for _, c := range p.CloseWaitSockets {
+		if c.IdleAtFIN > 0 {
+			idles = append(idles, c.IdleAtFIN)
+		}
+	}
+	if len(idles) == 0 {
+		return 0, 0, 0, 0, false
+	}
+	slices.Sort(idles)
+	return idles[len(idles)/2], idles[0], idles[len(idles)-1], len(idles), true
+}
+
+// brokerIdleLine says after how long idle the peer closed the connections,
+// and what to lint the client's configuration against.
+func brokerIdleLine(p *ProcessSeries) string {
+	med, lo, hi, n, ok := BrokerIdle(p)
+	if !ok {
+		return ""
+	}
+	spread := ""
+	if human.Age(lo) != human.Age(hi) {
+		spread = " (" + human.Age(lo) + "-" + human.Age(hi) + ")"
+	}
+	ms := med.Round(time.Second).Milliseconds()
+	if med < 10*time.Second {
+		ms = med.Round(100 * time.Millisecond).Milliseconds()
+	}
+	return fmt.Sprintf("Peer's idle close: the peer closed %s after ~%s idle%s (tcp_info: last data before the FIN): for a broker, its connections.max.idle.ms is about %d; kdiag lint --broker-idle-ms %d checks the client's own against it.",
+		human.Plural(n, "connection"), human.Age(med), spread, ms, ms)
+}
+
+// leakedWords names a sample's leaked sockets: "5 CLOSE_WAIT sockets", or
+// "3 CLOSE_WAIT and 2 held CLOSE sockets" when some were reset out of the
+// kernel's tables.
+func leakedWords(c Counts) string {
+	if h := c.Get(netstat.Close); h > 0 {
+		return fmt.Sprintf("%d CLOSE_WAIT and %d held CLOSE sockets", c.Get(netstat.CloseWait), h)
+	}
+	return human.Plural(c.Get(netstat.CloseWait), "CLOSE_WAIT socket")
+}
+
+// clientLine names the client library and its evidence.
+func clientLine(c clients.Client) string {
+	if !c.Identified() {
+		if len(c.Evidence) > 1 {
+			return "Client: not identified (" + strings.Join(c.Evidence[1:], "; ") + ")."
+		}
+		return ""
+	}
+	return "Client: " + c.String() + " (" + strings.Join(c.Evidence, "; ") + ")."
 }
 
 // connLeakFinding reports ESTABLISHED growth with new local ports: each new
 // client instance opens its own connections and keeps them.
-func connLeakFinding(a *Analysis, p *ProcessSeries) (Finding, bool) {
+func connLeakFinding(a *Analysis, p *ProcessSeries, ev Evidence) (Finding, bool) {
 	tr := p.Established
 	if tr.Verdict != Growing {
 		return Finding{}, false
@@ -141,14 +297,125 @@ func connLeakFinding(a *Analysis, p *ProcessSeries) (Finding, bool) {
 	f.Summary = fmt.Sprintf("ESTABLISHED connections growing in %s (%s): %d → %d in %s, %s",
 		p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), rate(tr.PerMinute))
 	f.Details = append(f.Details, processLine(p))
+	if line := clientLine(ev.Client); line != "" {
+		f.Details = append(f.Details, line)
+	}
 	if line := remotesLine(p, false); line != "" {
 		f.Details = append(f.Details, line)
 	}
 	f.Details = append(f.Details, fmt.Sprintf("Local ports: %d distinct local ports over the window for %d connections held at the end.",
 		p.LocalPorts, tr.Last+p.CloseWait.Last))
-	f.Causes = []Cause{{Text: "Producers (or other clients) created and never closed: each new instance opens its own connections to the brokers and keeps them. " +
-		"Create one producer per application, share it, and call close() when done."}}
+	f.Causes = []Cause{notClosedCause(p, ev, fmt.Sprintf("ESTABLISHED %s over %s with %d distinct local ports", verdictWord(tr.Verdict), human.Age(tr.Span), p.LocalPorts))}
 	return f, true
+}
+
+// instancesFinding reports a growing number of client instances (the
+// producer-per-message leak), from the instance threads doctor counted.
+func instancesFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
+	lib := ev.Client.Catalog()
+	if ev.Threads == nil || lib == nil || lib.Threads == nil || lib.Threads.Instance == "" {
+		return Finding{}, false
+	}
+	c := ev.Threads.InstanceCounts
+	if len(c) < 2 || c[len(c)-1] <= c[0] || !slices.IsSorted(c) {
+		return Finding{}, false
+	}
+	f := Finding{Severity: Warning, Kind: KindInstancesGrowing, Process: p.Key, Name: p.Name()}
+	f.Summary = fmt.Sprintf("%s instances growing in %s (%s): %d → %d %s threads over %d samples",
+		lib.Name, p.Name(), p.Key, c[0], c[len(c)-1], lib.Threads.Full, len(c))
+	f.Details = []string{processLine(p), clientLine(ev.Client),
+		fmt.Sprintf("Threads: %s (%s).", lib.Threads.Fact.Says, lib.Threads.Fact.Source)}
+	f.Causes = []Cause{notClosedCause(p, ev, fmt.Sprintf("%s threads: %v", lib.Threads.Instance, c))}
+	return f, true
+}
+
+// heldClosedFinding reports TCP sockets the process holds in state CLOSE.
+func heldClosedFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
+	held := ev.HeldClosed
+	if held < 0 {
+		// watch and the reports: the held CLOSE sockets the scans listed.
+		held = p.Last.Get(netstat.Close)
+	}
+	if held <= 0 {
+		return Finding{}, false
+	}
+	f := Finding{Severity: Warning, Kind: KindHeldClosed, Process: p.Key, Name: p.Name()}
+	f.Summary = fmt.Sprintf("%s held open by %s (%s) in state CLOSE: in no kernel table (ss and /proc/net/tcp do not list them), still open in the process",
+		human.Plural(held, "TCP socket"), p.Name(), p.Key)
+	f.Details = []string{processLine(p)}
+	if line := clientLine(ev.Client); line != "" {
+		f.Details = append(f.Details, line)
+	}
+	f.Details = append(f.Details, "How: fds of the process whose socket protocol is TCP (the sockfs attribute system.sockprotoname) and whose inode no TCP state lists.")
+	c := Cause{ID: "keepalive-reset-close-wait",
+		Title: "CLOSE_WAIT sockets that keepalive turned into dead fds: once the broker's side timed out (tcp_fin_timeout, 60 s), the client's next keepalive probe drew an RST and the socket left every kernel table; the process never closed the fd.",
+		Fix:   "Fix what left them in CLOSE_WAIT (the finding's client fix below); they count against the process's fd limit until it closes them or exits.",
+	}
+	if lib := ev.Client.Catalog(); lib != nil {
+		c.Fix += " " + lib.Fix
+		c.Rules = lib.Rules
+		c.Evidence = []string{"Keepalive: " + lib.Keepalive.Says + " (" + lib.Keepalive.Source.String() + ")."}
+	}
+	f.Causes = []Cause{withText(c)}
+	return f, true
+}
+
+// blockedThreadFinding reports network threads that must poll to see a
+// FIN and were never seen polling.
+func blockedThreadFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
+	c, ok := blockedThreadCause(p, ev)
+	if !ok {
+		return Finding{}, false
+	}
+	f := Finding{Severity: Warning, Kind: KindThreadBlocked, Process: p.Key, Name: p.Name(),
+		Summary: fmt.Sprintf("%s in %s (%s): it cannot see a broker's FIN", c.Title, p.Name(), p.Key)}
+	f.Details = append([]string{processLine(p), clientLine(ev.Client)}, c.Evidence...)
+	f.Causes = []Cause{c}
+	return f, true
+}
+
+// blockedThreadCause is the cause a blocked network thread makes, when
+// doctor sampled threads and the client's network threads are blind when
+// not polling.
+func blockedThreadCause(p *ProcessSeries, ev Evidence) (Cause, bool) {
+	lib := ev.Client.Catalog()
+	if ev.Threads == nil || lib == nil || lib.Threads == nil || !lib.Threads.StuckIsBlind {
+		return Cause{}, false
+	}
+	var blocked []clients.NetworkThread
+	for _, t := range ev.Threads.Network {
+		if t.State == clients.Blocked {
+			blocked = append(blocked, t)
+		}
+	}
+	if len(blocked) == 0 {
+		return Cause{}, false
+	}
+	c := Cause{ID: KindThreadBlocked,
+		Title: fmt.Sprintf("%d of %d network threads is blocked (%s) and not polling", len(blocked), len(ev.Threads.Network), lib.Threads.Full),
+		Fix:   lib.Fix, Rules: lib.Rules}
+	for _, t := range blocked {
+		c.Evidence = append(c.Evidence, fmt.Sprintf("Thread %d %q: in %s, wchan %s, in all %d samples; a polling thread waits in epoll_wait.",
+			t.TID, t.Name, syscallWords(t), orDash(t.Wchan), t.Seen))
+	}
+	return withText(c), true
+}
+
+func syscallWords(t clients.NetworkThread) string {
+	switch {
+	case t.Syscall < 0:
+		return "no system call"
+	case t.SyscallName != "":
+		return fmt.Sprintf("%s (%d)", t.SyscallName, t.Syscall)
+	}
+	return fmt.Sprintf("system call %d", t.Syscall)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func processLine(p *ProcessSeries) string {
@@ -250,7 +517,15 @@ func rateLine(p *ProcessSeries) string {
 // recvQLine says what the Recv-Q of the held CLOSE_WAIT sockets tells, in
 // netstat.ExplainRecvQ's words (the FIN counts one in Recv-Q on Linux), the
 // commonest first.
-func recvQLine(cw []CloseWaitSocket) string {
+func recvQLine(all []CloseWaitSocket) string {
+	// A held CLOSE socket has no Recv-Q the kernel reports: only the
+	// sockets still in CLOSE_WAIT say how far the application read.
+	var cw []CloseWaitSocket
+	for _, c := range all {
+		if !c.Held {
+			cw = append(cw, c)
+		}
+	}
 	if len(cw) == 0 {
 		return ""
 	}
@@ -284,56 +559,220 @@ func sumCounts(m map[string]int, keys []string) int {
 	return n
 }
 
-// closeWaitCauses orders the likely causes by what Recv-Q and the process
-// say. The lint rules named are kdiag lint's: KD101 flags
-// connections.max.idle.ms disabled (-1), KD102 an idle timeout at or above
-// the broker's, either of which leaves the broker to close first.
-func closeWaitCauses(p *ProcessSeries) []Cause {
+// isKafka reports whether the process is a Kafka client: identified,
+// marked by the scan, or holding sockets to brokers (--brokers, else the
+// default Kafka ports).
+func isKafka(p *ProcessSeries, ev Evidence) bool {
+	if ev.Client.Identified() || p.Process.Kafka != "" {
+		return true
+	}
+	for _, r := range p.Remotes {
+		if r.Broker || (!r.Other && slices.Contains(netstat.DefaultKafkaPorts, r.Remote.Port())) {
+			return true
+		}
+	}
+	return false
+}
+
+func isJVM(p *ProcessSeries, ev Evidence) bool {
+	if ev.Client.Library != "" {
+		return ev.Client.Language == "Java"
+	}
+	return p.Process.Name == "java" || strings.HasPrefix(p.Process.Cmdline, "java ") || strings.Contains(p.Process.Cmdline, "/java ")
+}
+
+// closeWaitCauses orders the likely causes by what Recv-Q, the client
+// library and doctor's evidence say. The lint rules named are kdiag lint's
+// (KD101: connections.max.idle.ms disabled, KD102: not below the broker's,
+// KD104: librdkafka's idle close and keepalive both off), and come from the
+// client's catalog entry.
+func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence) []Cause {
 	var unread, read int
 	for _, c := range p.CloseWaitSockets {
+		if c.Held {
+			continue // reset out of CLOSE_WAIT: no Recv-Q to read
+		}
 		if c.RecvQ == 0 {
 			read++
 		} else {
 			unread++
 		}
 	}
-	idle := Cause{
-		Text: "The broker closes idle connections before the client does: the client's idle timeout is disabled or above the broker's " +
-			"connections.max.idle.ms (600000 ms by default). Set the producer's connections.max.idle.ms below the broker's; check the config with kdiag lint.",
-		Rules: []string{"KD101", "KD102"},
+	recvQ := fmt.Sprintf("Recv-Q: %d of %d CLOSE_WAIT sockets have the FIN unread", unread, unread+read)
+	if !isKafka(p, ev) {
+		// Nothing about Kafka for a process that is no Kafka client.
+		if read > unread {
+			return []Cause{eofNotClosed(recvQ), peerCloseUnread(recvQ)}
+		}
+		return []Cause{peerCloseUnread(recvQ), eofNotClosed(recvQ)}
 	}
-	noRead := Cause{Text: "The client does not read idle connections, so it never sees the broker's FIN: Sarama, franz-go and kafka-go read a connection only " +
-		"while a response is pending. Close idle connections on the client side (its idle timeout below the broker's) or upgrade to a client version that does."}
-	blocked := Cause{Text: "The client's network thread is blocked and cannot react to the FIN, e.g. a slow send callback running on the I/O thread. " +
-		"Take a thread dump (jstack " + fmt.Sprint(p.Key.PID) + ") and look at kafka-producer-network-thread; keep callbacks short."}
-	notClosed := Cause{Text: "The application read the EOF and dropped the connection without close(): producers (or their connections) created and never closed. " +
-		"Create one producer per application and call close() when done."}
-	jvm := strings.Contains(p.Process.Cmdline, "java") || strings.Contains(p.Process.Kafka, "kafka-clients") || p.Process.Name == "java"
-	if strings.Contains(p.Process.Kafka, "librdkafka") {
-		// librdkafka's idle close is off by default (0), and KD104 checks
-		// whether keepalive is off too.
-		idle.Rules = []string{"KD104", "KD102"}
-	}
+	lib := ev.Client.Catalog()
 	var out []Cause
 	switch {
 	case read > unread:
-		out = []Cause{notClosed, idle}
-	case jvm:
-		// Java's Selector reads every registered connection, so an unread
-		// FIN there means the thread that would read it is stuck.
-		out = []Cause{blocked, idle}
+		// The FIN was read: whatever the library, the code that read it
+		// did not close.
+		out = append(out, notClosedCause(p, ev, recvQ))
+		if lib == nil {
+			out = append(out, genericIdleCause())
+		} else if lib.IdleSetting != "" {
+			out = append(out, idleCause(lib, ev))
+		}
+	case lib == nil:
+		out = append(out, genericKafkaCauses(p, ev, recvQ)...)
+	case !lib.ReadsIdle:
+		c := Cause{ID: "client-does-not-read-idle", Title: lib.CloseWait, Fix: lib.Fix, Rules: lib.Rules,
+			Evidence: []string{recvQ + ".", "Reads: " + lib.Reads.Says + " (" + lib.Reads.Source.String() + ").",
+				"Idle: " + lib.Idle.Says + " (" + lib.Idle.Source.String() + ")."}}
+		if o, ok := p.OldestCloseWait(); ok && lib.IdleDefault > 0 && o.AgeAt(a.End) > 2*lib.IdleDefault {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("The oldest is %s old, past 2x %s's default %s: the setting is raised, or the instances holding them were never closed.",
+				human.Age(o.AgeAt(a.End)), lib.IdleSetting, human.Age(lib.IdleDefault)))
+		}
+		out = append(out, withText(c))
+		if lib.IdleSetting != "" {
+			out = append(out, idleCause(lib, ev))
+		}
 	default:
-		out = []Cause{idle, noRead, blocked}
+		if c, ok := blockedThreadCause(p, ev); ok {
+			out = append([]Cause{c}, out...)
+		} else {
+			out = append(out, readsIdleCause(lib, ev, recvQ))
+		}
+		if lib.IdleSetting != "" {
+			out = append(out, idleCause(lib, ev))
+		}
 	}
+	// A cause the configuration confirms goes first.
+	slices.SortStableFunc(out, func(x, y Cause) int { return boolCmp(!confirmed(x), !confirmed(y)) })
 	if p.Established.Verdict == Growing || (p.LocalPorts > 2*(p.CloseWait.Max+p.Established.Max) && p.CloseWait.Verdict == Growing) {
-		out = append(out, Cause{Text: fmt.Sprintf("Producers created and never closed: ESTABLISHED %s and the process used %d distinct local ports. "+
-			"Create one producer per application and call close() when done.", verdictWord(p.Established.Verdict), p.LocalPorts)})
+		out = append(out, notClosedCause(p, ev, fmt.Sprintf("ESTABLISHED %s and the process used %d distinct local ports", verdictWord(p.Established.Verdict), p.LocalPorts)))
 	}
 	return out
 }
 
+// confirmed reports whether what doctor read backs a cause: a lint
+// finding of the configuration found, or a blocked thread seen.
+func confirmed(c Cause) bool {
+	for _, e := range c.Evidence {
+		if strings.HasPrefix(e, "Config: ") || strings.HasPrefix(e, "Thread ") {
+			return true
+		}
+	}
+	return false
+}
+
+func withText(c Cause) Cause {
+	c.Text = sentence(c.Title) + " " + c.Fix
+	return c
+}
+
+// sentence ends s with a full stop.
+func sentence(s string) string {
+	if s == "" || strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
+}
+
+// idleCause: the broker closes first because the client's idle timeout is
+// off or not below the broker's; confirmed by the config's lint findings.
+func idleCause(lib *clients.Library, ev Evidence) Cause {
+	c := Cause{ID: "idle-timeout-not-below-broker",
+		Title: fmt.Sprintf("The broker closes idle connections before the client does: %s's %s (default %s) is disabled or not below the broker's connections.max.idle.ms (600000 ms by default).",
+			lib.Name, lib.IdleSetting, lib.IdleDefaultString()),
+		Fix:   fmt.Sprintf("Set %s below the broker's connections.max.idle.ms.", lib.IdleSetting),
+		Rules: lib.Rules}
+	if len(lib.Rules) > 0 {
+		c.Fix += " Check the config with kdiag lint."
+	}
+	c.Evidence = append(c.Evidence, "Idle: "+lib.Idle.Says+" ("+lib.Idle.Source.String()+").")
+	for _, f := range ev.Config {
+		if slices.Contains(lib.Rules, f.Rule) {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("Config: %s: %s [%s]", f.Where, f.Message, f.Rule))
+		}
+	}
+	return withText(c)
+}
+
+// readsIdleCause: a client that reads idle connections left the FIN
+// unread: its reader is not running, or the sockets are not its own.
+func readsIdleCause(lib *clients.Library, ev Evidence, recvQ string) Cause {
+	c := Cause{ID: "reader-not-running", Title: lib.CloseWait, Fix: lib.Fix, Rules: lib.Rules,
+		Evidence: []string{recvQ + ".", "Reads: " + lib.Reads.Says + " (" + lib.Reads.Source.String() + ")."}}
+	if ev.Threads != nil && len(ev.Threads.Network) > 0 {
+		states := map[string]int{}
+		for _, t := range ev.Threads.Network {
+			states[t.State]++
+		}
+		c.Evidence = append(c.Evidence, fmt.Sprintf("Threads: %d network threads over %d samples: %d polling, %d busy, %d blocked; polling threads can read a FIN, so these sockets may not be the client's own.",
+			len(ev.Threads.Network), ev.Threads.Samples, states[clients.Polling], states[clients.Busy], states[clients.Blocked]))
+	}
+	return withText(c)
+}
+
+// notClosedCause: instances (or connections) dropped without close().
+func notClosedCause(p *ProcessSeries, ev Evidence, why string) Cause {
+	c := Cause{ID: "clients-not-closed",
+		Title:    "Clients created and never closed, or connections dropped without close(): each new instance opens its own connections to the brokers and keeps them.",
+		Evidence: []string{why + "."}}
+	switch lib := ev.Client.Catalog(); {
+	case lib != nil:
+		c.Fix = lib.Fix
+	case isJVM(p, ev):
+		c.Fix = "Create one KafkaProducer per application, share it, and call close() when done."
+	default:
+		c.Fix = "Create one client (producer) per application, share it, and close it when done."
+	}
+	return withText(c)
+}
+
+// genericKafkaCauses are the causes for a Kafka client kdiag could not
+// identify: the idle close, a client that does not read idle connections,
+// a blocked network thread (in Java's terms only for a JVM).
+func genericKafkaCauses(p *ProcessSeries, ev Evidence, recvQ string) []Cause {
+	idle := genericIdleCause()
+	noRead := withText(Cause{ID: "client-does-not-read-idle",
+		Title:    "The client does not read idle connections, so it never sees the broker's FIN: Sarama, franz-go and kafka-go read a connection only while a response is pending.",
+		Fix:      "Close idle connections on the client side (its idle timeout below the broker's) or upgrade to a client version that does.",
+		Evidence: []string{recvQ + "."}})
+	blocked := Cause{ID: "reader-not-running",
+		Title:    "The client's network thread is blocked and cannot react to the FIN, e.g. a slow send callback running on the I/O thread.",
+		Fix:      "Keep callbacks short and off the client's I/O thread or event loop.",
+		Evidence: []string{recvQ + "."}}
+	if isJVM(p, ev) {
+		blocked.Fix = "Take a thread dump (jstack " + fmt.Sprint(p.Key.PID) + ") and look at kafka-producer-network-thread; keep callbacks short."
+		return []Cause{withText(blocked), idle}
+	}
+	return []Cause{idle, noRead, withText(blocked)}
+}
+
+func genericIdleCause() Cause {
+	return withText(Cause{ID: "idle-timeout-not-below-broker",
+		Title: "The broker closes idle connections before the client does: the client's idle timeout is disabled or above the broker's connections.max.idle.ms (600000 ms by default).",
+		Fix:   "Set the client's idle timeout below the broker's (connections.max.idle.ms in the Java client and librdkafka, kgo.ConnIdleTimeout in franz-go, Transport.IdleTimeout in kafka-go); check a config file with kdiag lint.",
+		Rules: []string{"KD101", "KD102"}})
+}
+
+// peerCloseUnread and eofNotClosed are the causes for a process that is no
+// Kafka client: plain TCP.
+func peerCloseUnread(recvQ string) Cause {
+	return withText(Cause{ID: "peer-close-unread",
+		Title:    "The application does not read these connections, so it never sees the peer's FIN and never closes them.",
+		Fix:      "Read idle connections (a read returns end of stream when the peer closes) or close them after an idle timeout shorter than the peer's.",
+		Evidence: []string{recvQ + "."}})
+}
+
+func eofNotClosed(recvQ string) Cause {
+	return withText(Cause{ID: "eof-not-closed",
+		Title:    "The application read the end of stream and did not close the socket.",
+		Fix:      "Close the connection on the path that handles end of stream and read errors.",
+		Evidence: []string{recvQ + "."}})
+}
+
 func verdictWord(v Verdict) string {
 	switch v {
+	case Step:
+		return "a step, then holding"
 	case Growing:
 		return "growing"
 	case Draining:

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -38,7 +39,10 @@ type Tracker struct {
 	lastDump uint64
 	// noteOrder keeps notes in the order first seen, for stable output.
 	noteOrder []string
-	sources   map[string]bool
+	// unseen sums the samples in which CLOSE_WAIT sockets could not be
+	// attributed (netstat.Snapshot.Unseen).
+	unseen  Unseen
+	sources map[string]bool
 }
 
 type procState struct {
@@ -58,6 +62,9 @@ type procState struct {
 	// of one process toward one broker come in runs.
 	lastKey    remoteKey
 	lastRemote *remoteState
+	// client is what Options.Identify said, asked once the process's
+	// metadata is known.
+	client *clients.Client
 }
 
 type remoteKey struct {
@@ -161,16 +168,20 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 			port := sk.Local.Port()
 			ps.ports[port/64] |= 1 << (port % 64)
 		}
-		rk := remoteKey{ap: normAddrPort(sk.Remote)}
-		rs := ps.lastRemote
-		if rs == nil || ps.lastKey != rk {
-			rs = t.remote(ps, rk.ap, idx)
-			ps.lastKey, ps.lastRemote = rk, rs
+		if sk.Remote.IsValid() {
+			// A held CLOSE socket a one-shot scan never saw connected
+			// has no remote.
+			rk := remoteKey{ap: normAddrPort(sk.Remote)}
+			rs := ps.lastRemote
+			if rs == nil || ps.lastKey != rk {
+				rs = t.remote(ps, rk.ap, idx)
+				ps.lastKey, ps.lastRemote = rk, rs
+			}
+			if int(sk.State) < len(rs.cur) {
+				rs.cur[sk.State]++
+			}
 		}
-		if int(sk.State) < len(rs.cur) {
-			rs.cur[sk.State]++
-		}
-		if sk.State == netstat.CloseWait {
+		if sk.State == netstat.CloseWait || sk.State == netstat.Close && sk.Inode != 0 {
 			t.closeWait(sk, ps.key, s.Time)
 		}
 	}
@@ -209,6 +220,14 @@ func (t *Tracker) addSample(s *netstat.Snapshot) {
 			t.noteOrder = append(t.noteOrder, n)
 		}
 		t.notes[n]++
+	}
+	t.unseen.LastCloseWait = 0
+	if u := s.Unseen; u != nil && u.Sockets[netstat.CloseWait.String()] > 0 {
+		n := u.Sockets[netstat.CloseWait.String()]
+		t.unseen.Samples++
+		t.unseen.MaxCloseWait = max(t.unseen.MaxCloseWait, n)
+		t.unseen.LastCloseWait = n
+		t.unseen.Reason = u.Reason
 	}
 }
 
@@ -301,10 +320,31 @@ func (t *Tracker) closeWait(sk *netstat.Socket, key ProcessKey, at time.Time) {
 			t.cwTuple[id] = c
 		}
 	}
-	c.LastSeen, c.RecvQ, c.Age, c.HasAge, c.gen = at, sk.RecvQ, sk.Age, sk.HasAge, t.gen
+	c.LastSeen, c.gen = at, t.gen
+	if sk.State == netstat.Close {
+		// Reset and held: the same socket, its CLOSE_WAIT age frozen at
+		// what the samples said, its remote the one it had (or none).
+		if !c.Held {
+			c.Held, c.HeldSince = true, at
+		}
+		if !c.Remote.IsValid() {
+			c.Remote, c.Local = sk.Remote, sk.Local
+		}
+		return
+	}
+	c.RecvQ, c.Age, c.HasAge = sk.RecvQ, sk.Age, sk.HasAge
+	if sk.IdleMS > 0 && c.IdleAtFIN == 0 {
+		c.IdleAtFIN = time.Duration(sk.IdleMS) * time.Millisecond
+	}
 	if sk.HasAge {
 		if fin := at.Add(-sk.Age); c.FINAt.IsZero() || fin.Before(c.FINAt) {
 			c.FINAt = fin
+		}
+		if early := at.Add(-sk.AgeMax()); c.FINEarliest.IsZero() || early.After(c.FINEarliest) {
+			c.FINEarliest = early
+		}
+		if c.FINEarliest.After(c.FINAt) {
+			c.FINEarliest = c.FINAt // samples that disagree (a reused inode): trust the latest
 		}
 	}
 }
@@ -406,6 +446,10 @@ func (t *Tracker) analysis(full bool) *Analysis {
 			a.Notes = append(a.Notes, Note{Text: n, Count: c})
 		}
 	}
+	if t.unseen.Samples > 0 {
+		u := t.unseen
+		a.Unseen = &u
+	}
 	live := make(map[ProcessKey][]CloseWaitSocket)
 	oldest := make(map[ProcessKey]*CloseWaitSocket)
 	add := func(c *CloseWaitSocket) {
@@ -430,6 +474,7 @@ func (t *Tracker) analysis(full bool) *Analysis {
 			Closed: ps.closed, LocalPorts: popcount(ps.ports),
 		}
 		p.Process.PID = key.PID
+		p.Client = t.client(ps)
 		if full {
 			p.Points = t.points(ps.counts, ps.first)
 		}
@@ -444,9 +489,12 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		if n := len(ps.counts); n > 0 {
 			p.Last = ps.counts[n-1]
 		}
-		p.CloseWait = t.fit(ps.counts, ps.first, netstat.CloseWait, time.Time{}, t.opts)
+		p.CloseWait = stepOf(t.fit(ps.counts, ps.first, Counts.Leaked, time.Time{}, t.opts), t.window(ps.counts, ps.first, time.Time{}))
 		p.CloseWaitRecent = t.fitRecent(ps.counts, ps.first, a.End)
-		p.Established = t.fit(ps.counts, ps.first, netstat.Established, time.Time{}, t.opts)
+		if p.CloseWait.Verdict == Step && p.CloseWaitRecent.Verdict == Growing {
+			p.CloseWaitRecent.Verdict = Step // the same rise, seen through the recent part of the window
+		}
+		p.Established = t.fit(ps.counts, ps.first, established, time.Time{}, t.opts)
 		for rk, rs := range ps.remotes {
 			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
 			if n := len(rs.counts); n > 0 {
@@ -454,7 +502,7 @@ func (t *Tracker) analysis(full bool) *Analysis {
 			}
 			if full {
 				r.Points = t.points(rs.counts, rs.first)
-				r.CloseWait = t.fit(rs.counts, rs.first, netstat.CloseWait, time.Time{}, t.opts)
+				r.CloseWait = t.fit(rs.counts, rs.first, Counts.Leaked, time.Time{}, t.opts)
 			}
 			p.Remotes = append(p.Remotes, r)
 		}
@@ -482,6 +530,24 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		a.Findings = diagnose(a, t.opts)
 	}
 	return a
+}
+
+// client identifies ps's process once its metadata is known, and keeps it.
+func (t *Tracker) client(ps *procState) clients.Client {
+	if ps.client != nil {
+		return *ps.client
+	}
+	if ps.key.PID == 0 || ps.proc.Name == "" && ps.proc.Cmdline == "" {
+		return clients.Client{}
+	}
+	var c clients.Client
+	if t.opts.Identify != nil {
+		c = t.opts.Identify(ps.proc)
+	} else {
+		c = clients.FromProcess(ps.proc)
+	}
+	ps.client = &c
+	return c
 }
 
 func boolCmp(a, b bool) int {
@@ -520,11 +586,78 @@ func (t *Tracker) points(c []Counts, first int) []Point {
 func (t *Tracker) fitRecent(c []Counts, first int, end time.Time) Trend {
 	o := t.opts
 	o.MinDuration = min(o.MinDuration, o.Recent/2)
-	return t.fit(c, first, netstat.CloseWait, end.Add(-o.Recent), o)
+	return t.fit(c, first, Counts.Leaked, end.Add(-o.Recent), o)
 }
 
-// fit fits one state's counts (from absolute sample first) at or after from.
-func (t *Tracker) fit(c []Counts, first int, s netstat.State, from time.Time, o Options) Trend {
+// window returns the counts (from absolute sample first) at or after from
+// that are still in the tracker's window.
+func (t *Tracker) window(c []Counts, first int, from time.Time) []Counts {
+	off := first - t.base
+	var out []Counts
+	for i := range c {
+		j := off + i
+		if j < 0 || j >= len(t.times) || t.times[j].Before(from) {
+			continue
+		}
+		out = append(out, c[i])
+	}
+	return out
+}
+
+// stepOf turns a Growing CLOSE_WAIT trend into Step when the rise is
+// bounded, by either of two signs:
+//   - the rise is no more than the ESTABLISHED connections the process had
+//     before it began: the broker closed connections it had, and it holds
+//     what it had (5 closed at once, a sixth later, of 6 connections);
+//   - the rise came at once and held: every change within two consecutive
+//     sample intervals, all upward, none in the window's first or last
+//     interval (the count may have been moving before it or go on after).
+//
+// Growth is what is left: more CLOSE_WAIT than connections it had, arriving
+// over time: new connections made and never closed.
+func stepOf(tr Trend, counts []Counts) Trend {
+	if tr.Verdict != Growing || len(counts) < 3 {
+		return tr
+	}
+	base := counts[0].Leaked()
+	estBefore, top := 0, base
+	rising := false
+	first, last := -1, -1
+	for i, c := range counts {
+		l := c.Leaked()
+		if !rising && l > base {
+			rising = true
+		}
+		if !rising {
+			estBefore = max(estBefore, c.Get(netstat.Established))
+		}
+		top = max(top, l)
+		if i > 0 {
+			switch d := l - counts[i-1].Leaked(); {
+			case d < 0:
+				first = -2 // a fall: not a single rise
+			case d > 0 && first != -2:
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+	}
+	bounded := top-base <= estBefore
+	jump := first > 1 && last-first <= 1 && last < len(counts)-1
+	if bounded || jump {
+		tr.Verdict = Step
+	}
+	return tr
+}
+
+// established counts a sample's ESTABLISHED sockets.
+func established(c Counts) int { return c.Get(netstat.Established) }
+
+// fit fits the counts value takes of each sample (from absolute sample
+// first) at or after from.
+func (t *Tracker) fit(c []Counts, first int, value func(Counts) int, from time.Time, o Options) Trend {
 	off := first - t.base
 	times := make([]time.Time, 0, len(c))
 	counts := make([]int, 0, len(c))
@@ -534,7 +667,7 @@ func (t *Tracker) fit(c []Counts, first int, s netstat.State, from time.Time, o 
 			continue
 		}
 		times = append(times, t.times[j])
-		counts = append(counts, c[i].Get(s))
+		counts = append(counts, value(c[i]))
 	}
 	return Fit(times, counts, o)
 }

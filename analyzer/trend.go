@@ -20,11 +20,17 @@ const (
 	Growing
 	// Draining: the count falls significantly: the sockets are being closed.
 	Draining
+	// Step: a rise the fit calls growing that is bounded: the peer closed
+	// connections the process already had (a broker's idle close of
+	// several at once), and no more arrive. A process cannot hold more
+	// CLOSE_WAIT than it has connections; a leak keeps making new ones.
+	// Set on CLOSE_WAIT trends only (see stepOf).
+	Step
 )
 
-var verdictNames = [...]string{TooShort: "too-short", Steady: "steady", Growing: "growing", Draining: "draining"}
+var verdictNames = [...]string{TooShort: "too-short", Steady: "steady", Growing: "growing", Draining: "draining", Step: "step"}
 
-// String returns "too-short", "steady", "growing" or "draining".
+// String returns "too-short", "steady", "growing", "draining" or "step".
 func (v Verdict) String() string {
 	if v >= 0 && int(v) < len(verdictNames) {
 		return verdictNames[v]

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DefaultPort is the first port tried when Config.Ports is empty: brokers
@@ -61,6 +63,11 @@ type Config struct {
 	// broker, so that every broker leads a partition and a producer that
 	// writes to every partition connects to every broker.
 	Partitions int
+	// MaxRequestBytes is the broker's socket.request.max.bytes: a request
+	// frame larger than this is refused and its connection closed, before
+	// any of it is buffered. 0 means DefaultMaxRequestBytes (100 MiB, as
+	// Kafka).
+	MaxRequestBytes int
 	// Logger receives the accept and close events; nil discards them.
 	Logger *slog.Logger
 }
@@ -77,6 +84,9 @@ type Counts struct {
 	ClosedByClient int `json:"closed_by_client"`
 	// ClosedShutdown is how many were closed by Close.
 	ClosedShutdown int `json:"closed_shutdown"`
+	// ClosedInvalid is how many the broker closed because it refused a
+	// request frame (ReasonInvalidRequest).
+	ClosedInvalid int `json:"closed_invalid"`
 	// ClosedOther is how many kfake dropped for another reason.
 	ClosedOther int `json:"closed_other"`
 }
@@ -87,6 +97,7 @@ func (c *Counts) add(o Counts) {
 	c.ClosedIdle += o.ClosedIdle
 	c.ClosedByClient += o.ClosedByClient
 	c.ClosedShutdown += o.ClosedShutdown
+	c.ClosedInvalid += o.ClosedInvalid
 	c.ClosedOther += o.ClosedOther
 }
 
@@ -117,6 +128,10 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	stopCtx func() bool // unregisters the AfterFunc of Start's ctx
+
+	// legacyMetadata counts the Metadata v0-3 requests given Kafka's
+	// meaning (legacyMetadataControl).
+	legacyMetadata atomic.Int64
 }
 
 // Start starts the cluster. It is closed by Close or when ctx is done.
@@ -126,6 +141,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	if cfg.Brokers < 0 || cfg.Partitions < 0 || cfg.Idle < 0 {
 		return nil, errors.New("broker: Brokers, Partitions and Idle must not be negative")
+	}
+	maxRequest := cfg.MaxRequestBytes
+	if maxRequest == 0 {
+		maxRequest = DefaultMaxRequestBytes
+	}
+	if maxRequest < 0 || maxRequest > math.MaxInt32 {
+		return nil, fmt.Errorf("broker: MaxRequestBytes %d is out of range: give 1 to %d bytes (Kafka's socket.request.max.bytes is an int)", cfg.MaxRequestBytes, math.MaxInt32)
+	}
+	versions, err := kfakeVersions()
+	if err != nil {
+		return nil, err
 	}
 	n := cfg.Brokers
 	if n == 0 {
@@ -170,11 +196,13 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		port := ln.Addr().(*net.TCPAddr).Port
 		ports[i] = port
 		l := &listener{
-			Listener:  ln,
-			c:         c,
-			node:      int32(i),
-			advertise: hostPort(net.JoinHostPort(adv, strconv.Itoa(port))),
-			conns:     make(map[*trackedConn]struct{}),
+			Listener:   ln,
+			c:          c,
+			node:       int32(i),
+			advertise:  hostPort(net.JoinHostPort(adv, strconv.Itoa(port))),
+			maxRequest: int32(maxRequest),
+			versions:   versions,
+			conns:      make(map[*trackedConn]struct{}),
 		}
 		c.lns = append(c.lns, l)
 		byPort[port] = l
@@ -216,6 +244,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("broker: start kfake: %w", err)
 	}
 	c.kf = kf
+	c.keepControl(kmsg.Metadata, c.legacyMetadataControl)
+	c.installLimits(parts)
 	for _, l := range c.lns {
 		logger.Info("broker listening", "node", l.node, "addr", l.advertise.String(), "bind", l.Listener.Addr().String(), "idle", idleString(cfg.Idle))
 		if cfg.Idle > 0 {
@@ -234,6 +264,29 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.stopCtx = stop
 	c.mu.Unlock()
 	return c, nil
+}
+
+// legacyMetadataControl gives Metadata v0-3 requests (key 3) the meaning
+// Kafka gives them. Those versions have no AllowAutoTopicCreation field,
+// which Kafka then reads as true (MetadataRequest.json: "versions": "4+",
+// "default": "true"), so that a broker with auto.create.topics.enable
+// creates the topics they name (KafkaApis.handleTopicMetadataRequest); and
+// in v0 an empty topic list asks for every topic (MetadataRequest.isAllTopics).
+// kfake decodes the missing field as false and a v0 empty list as no topic,
+// so kafka-python 2.0.2, which sends v1, could not produce to a new topic.
+// It runs as a kfake control function, before kfake handles the request,
+// and hands it on changed (not handled).
+func (c *Cluster) legacyMetadataControl(req kmsg.Request) (kmsg.Response, error, bool) {
+	m, ok := req.(*kmsg.MetadataRequest)
+	if !ok || m.Version > 3 {
+		return nil, nil, false
+	}
+	c.legacyMetadata.Add(1)
+	m.AllowAutoTopicCreation = true
+	if m.Version == 0 && len(m.Topics) == 0 {
+		m.Topics = nil
+	}
+	return nil, nil, false
 }
 
 func idleString(d time.Duration) string {
@@ -324,6 +377,20 @@ func (c *Cluster) Stats() Stats {
 		s.Counts.add(b.Counts)
 	}
 	return s
+}
+
+// CloseIdle closes now, as the broker's idle close (logged and counted as
+// idle), every connection with no request being read or answered, and
+// returns how many it closed. It is the reaper's close without waiting out
+// Idle, for tests and demos that must drive the close rather than race a
+// timer; unlike the reaper, which follows Kafka's Selector and closes on
+// silence alone, it leaves a connection whose client awaits a response.
+func (c *Cluster) CloseIdle() int {
+	n := 0
+	for _, l := range c.lns {
+		n += l.closeIdleNow()
+	}
+	return n
 }
 
 // Close stops the cluster: it closes the listeners and every connection

@@ -22,7 +22,7 @@ import (
 func startTest(t *testing.T, cfg Config) (*Cluster, *testio.SyncBuffer) {
 	t.Helper()
 	logs := &testio.SyncBuffer{}
-	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if cfg.Ports == nil {
 		n := cfg.Brokers
 		if n == 0 {
@@ -82,6 +82,32 @@ func apiVersions(t *testing.T, conn net.Conn, corr int32) {
 	}
 }
 
+// idleCounts returns how many connections are open and how many of those
+// are idle now (no request being read or answered), as CloseIdle sees them.
+func idleCounts(c *Cluster) (open, idle int) {
+	for _, l := range c.lns {
+		l.mu.Lock()
+		for tc := range l.conns {
+			open++
+			if tc.idleNow() {
+				idle++
+			}
+		}
+		l.mu.Unlock()
+	}
+	return open, idle
+}
+
+// allIdleNow says the cluster has open connections and every one is idle
+// now, so that CloseIdle closes them all.
+func allIdleNow(c *Cluster) bool {
+	open, idle := idleCounts(c)
+	return open > 0 && idle == open
+}
+
+// TestIdleConnectionIsClosedByBroker runs the reaper itself. The client
+// sends nothing, so nothing it does can lose a race with the timer: the test
+// waits for the close the timer causes.
 func TestIdleConnectionIsClosedByBroker(t *testing.T) {
 	c, logs := startTest(t, Config{Idle: 300 * time.Millisecond})
 	conn, err := net.Dial("tcp", c.Addrs()[0])
@@ -89,14 +115,12 @@ func TestIdleConnectionIsClosedByBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	apiVersions(t, conn, 1)
 
-	// Nothing more is sent: the broker must close, and the client sees EOF.
+	// The broker must close, and the client sees EOF.
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("read after idle: %v, want EOF (the broker's FIN)", err)
 	}
-	waitFor(t, 5*time.Second, "broker counts the idle close", func() bool { return c.Stats().ClosedIdle == 1 })
 	got := c.Stats().Counts
 	want := Counts{Accepted: 1, ClosedIdle: 1}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -112,23 +136,121 @@ func TestIdleConnectionIsClosedByBroker(t *testing.T) {
 	}
 }
 
+// TestActivityResetsIdleClock checks the reaper's rule at chosen instants
+// rather than by sleeping against its timer: a connection expires idle
+// after its last request or response, and each one moves that instant on.
 func TestActivityResetsIdleClock(t *testing.T) {
-	idle := time.Second
-	c, _ := startTest(t, Config{Idle: idle})
+	idle := time.Minute
+	c, _ := startTest(t, Config{}) // no reaper: the test calls its rule
 	conn, err := net.Dial("tcp", c.Addrs()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	// Requests every idle/5 for longer than idle: each request and response
-	// resets the clock, so the connection survives.
-	start := time.Now()
-	for i := int32(1); time.Since(start) < 2*idle; i++ {
-		apiVersions(t, conn, i)
-		time.Sleep(idle / 5)
+	l := c.lns[0]
+	waitFor(t, 5*time.Second, "broker accepts", func() bool { return c.Stats().Open == 1 })
+	var tc *trackedConn
+	l.mu.Lock()
+	for k := range l.conns {
+		tc = k
 	}
-	if s := c.Stats(); s.ClosedIdle != 0 || s.Open != 1 {
-		t.Fatalf("a busy connection was closed: %+v", s.Counts)
+	l.mu.Unlock()
+
+	last := tc.lastActivity()
+	for i := int32(1); i <= 3; i++ {
+		before := time.Now()
+		apiVersions(t, conn, i)
+		// The response was written, so the clock moved past before.
+		if got := tc.lastActivity(); got.Before(before) || !got.After(last) {
+			t.Fatalf("request %d: last activity %v, want after %v and %v", i, got, last, before)
+		}
+		last = tc.lastActivity()
+		if exp := l.expired(last.Add(idle), idle); len(exp) != 0 {
+			t.Fatalf("request %d: expired exactly idle after the last activity; Kafka closes only past it", i)
+		}
+		if exp := l.expired(last.Add(idle+time.Millisecond), idle); len(exp) != 1 || exp[0] != tc {
+			t.Fatalf("request %d: not expired idle+1ms after the last activity: %v", i, exp)
+		}
+	}
+}
+
+// TestCloseIdleLeavesBusyConnections: CloseIdle closes a connection that
+// waits for nothing and leaves one whose request is half read or whose
+// response is pending.
+func TestCloseIdleLeavesBusyConnections(t *testing.T) {
+	c, logs := startTest(t, Config{Topics: []string{"t"}})
+	addr := c.Addrs()[0]
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	apiVersions(t, idle, 1)
+
+	half, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer half.Close()
+	f := request(metadataRequest(1, "t"))
+	if _, err := half.Write(f[:len(f)-2]); err != nil {
+		t.Fatal(err)
+	}
+
+	// A Fetch that kfake parks for up to 10 minutes, longer than the
+	// test can live (go test's default timeout): its response is pending
+	// whatever the machine's load.
+	fetching, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fetching.Close()
+	fr := kmsg.NewPtrFetchRequest()
+	fr.Version = 11
+	fr.MaxWaitMillis = int32((10 * time.Minute).Milliseconds())
+	fr.MinBytes = 1
+	fr.MaxBytes = 1 << 20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fr.Topics = append(fr.Topics, ft)
+	if _, err := fetching.Write(request(fr)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "broker reads the half request and the fetch", func() bool {
+		open, idle := idleCounts(c)
+		return open == 3 && idle == 1
+	})
+
+	if n := c.CloseIdle(); n != 1 {
+		t.Fatalf("CloseIdle closed %d connections, want the idle one only", n)
+	}
+	_ = idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("idle connection: read %v, want EOF", err)
+	}
+	if s := c.Stats(); s.Open != 2 || s.ClosedIdle != 1 {
+		t.Errorf("stats %+v, want the half-read and the fetching connection open, one idle close", s.Counts)
+	}
+	waitFor(t, 5*time.Second, "the idle close is logged", func() bool { return strings.Contains(logs.String(), "reason=idle") })
+
+	// Once the half-read request is whole and answered, it is idle too.
+	if _, err := half.Write(f[len(f)-2:]); err != nil {
+		t.Fatal(err)
+	}
+	_ = half.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(half, size[:]); err != nil {
+		t.Fatalf("metadata response: %v", err)
+	}
+	if _, err := io.ReadFull(half, make([]byte, binary.BigEndian.Uint32(size[:]))); err != nil {
+		t.Fatalf("metadata response: %v", err)
+	}
+	waitFor(t, 10*time.Second, "CloseIdle closes the answered connection", func() bool { return c.CloseIdle() == 1 })
+	if s := c.Stats(); s.Open != 1 {
+		t.Errorf("stats %+v, want only the fetching connection open", s.Counts)
 	}
 }
 
@@ -245,7 +367,7 @@ func TestIPv6Loopback(t *testing.T) {
 		t.Skip("no IPv6 loopback on this machine:", err)
 	}
 	ln.Close()
-	c, _ := startTest(t, Config{Listen: "::1", Idle: 200 * time.Millisecond})
+	c, _ := startTest(t, Config{Listen: "::1"})
 	if a := c.Addrs()[0]; !strings.HasPrefix(a, "[::1]:") {
 		t.Fatalf("address %q, want [::1]:<port>", a)
 	}
@@ -255,5 +377,12 @@ func TestIPv6Loopback(t *testing.T) {
 	}
 	defer conn.Close()
 	apiVersions(t, conn, 7)
-	waitFor(t, 5*time.Second, "idle close on ::1", func() bool { return c.Stats().ClosedIdle == 1 })
+	waitFor(t, 5*time.Second, "the connection is idle now", func() bool { return allIdleNow(c) })
+	if n := c.CloseIdle(); n != 1 {
+		t.Fatalf("CloseIdle closed %d, want 1", n)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("read after the idle close on ::1: %v, want EOF", err)
+	}
 }

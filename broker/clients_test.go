@@ -19,6 +19,12 @@ package broker
 //     its ConnIdleTimeout reaper closes it (up to 2x ConnIdleTimeout after
 //     the last use; 30s by default, so a CLOSE_WAIT lives for up to ~60s per
 //     connection with a default client).
+//
+// No test races the broker's idle timer: each runs the cluster with no
+// reaper (Idle 0) and closes the client's connections itself with
+// Cluster.CloseIdle once they are idle now, as the reaper would once Idle
+// passed. Where a client's own timer must not fire during a check, the
+// timer is set longer than the test can live.
 
 import (
 	"bufio"
@@ -112,7 +118,7 @@ func kcat(t *testing.T, kcatPath string, stdin string, args ...string) string {
 
 func TestKcatProducesAndConsumes(t *testing.T) {
 	kc := requireKcat(t)
-	c, _ := startTest(t, Config{Brokers: 3, Idle: 30 * time.Second})
+	c, _ := startTest(t, Config{Brokers: 3})
 	bs := c.BootstrapServers()
 	// The topic does not exist: the broker creates it on kcat's metadata
 	// request (librdkafka's producer asks for auto-creation).
@@ -126,21 +132,34 @@ func TestKcatProducesAndConsumes(t *testing.T) {
 	}
 }
 
+// closeIdleNow waits until the cluster's connections are all idle now and
+// closes them as the broker's idle close does, returning how many it closed.
+func closeIdleNow(t *testing.T, c *Cluster) int {
+	t.Helper()
+	waitFor(t, 20*time.Second, "the client's connections are idle", func() bool { return allIdleNow(c) })
+	n := c.CloseIdle()
+	if n == 0 {
+		t.Fatalf("CloseIdle closed nothing; broker %+v", c.Stats().Counts)
+	}
+	return n
+}
+
 func TestKcatAfterIdleClose(t *testing.T) {
 	kc := requireKcat(t)
-	// 2s, not 1s: librdkafka reconnects to one broker after another as each
-	// closes it for idleness, and in one run out of several, once all three
-	// had, kcat printed "All broker connections are down" and exited 1. The
-	// second message goes out well before three idle periods pass.
-	idle := 2 * time.Second
-	c, _ := startTest(t, Config{Brokers: 3, Idle: idle})
+	c, _ := startTest(t, Config{Brokers: 3})
 	addrs := c.Addrs()
 	bs := c.BootstrapServers()
 
-	// A long-lived kcat producer reading from a pipe we keep open.
+	// A long-lived kcat producer reading from a pipe we keep open. -E: when
+	// every broker connection librdkafka has is down at once, as after an
+	// idle close of all of them, it reports ALL_BROKERS_DOWN, and kcat
+	// (kcat.c's error_cb, not librdkafka) exits on it unless -E says not
+	// to: that exit was issue 16's "All broker connections are down". An
+	// application keeps running and librdkafka reconnects, which is what
+	// this test checks.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kc, "-b", bs, "-P", "-t", "kcat-idle")
+	cmd := exec.CommandContext(ctx, kc, "-E", "-b", bs, "-P", "-t", "kcat-idle")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -156,10 +175,8 @@ func TestKcatAfterIdleClose(t *testing.T) {
 	fmt.Fprintln(w, "before idle close")
 	w.Flush()
 
-	// Wait for the broker to close kcat's connections for idleness.
-	waitFor(t, 20*time.Second, "broker closes kcat's idle connections", func() bool {
-		return c.Stats().ClosedIdle >= 1
-	})
+	// The broker closes kcat's connections once they are idle.
+	closed := closeIdleNow(t, c)
 	// librdkafka polls every socket, so it reads the FIN and closes: after
 	// the close, no CLOSE_WAIT remains (a transient one may be seen for the
 	// few ms between FIN and close, so the test waits for the settled state
@@ -177,8 +194,8 @@ func TestKcatAfterIdleClose(t *testing.T) {
 			t.Fatalf("kcat holds CLOSE_WAIT %s after it had none", describe(socks))
 		}
 	}
-	t.Logf("kcat after the broker's idle close: broker %+v, kcat sockets %s, peak CLOSE_WAIT seen %d",
-		c.Stats().Counts, describe(clientSockets(t, pid, addrs)), peakCW)
+	t.Logf("kcat after the broker's idle close of %d connection(s): broker %+v, kcat sockets %s, peak CLOSE_WAIT seen %d",
+		closed, c.Stats().Counts, describe(clientSockets(t, pid, addrs)), peakCW)
 
 	// kcat reconnects for the next message, which is delivered.
 	fmt.Fprintln(w, "after idle close")
@@ -195,31 +212,54 @@ func TestKcatAfterIdleClose(t *testing.T) {
 	}
 }
 
-func TestKgoAfterIdleClose(t *testing.T) {
-	idle := time.Second
-	c, _ := startTest(t, Config{Brokers: 1, Idle: idle, Topics: []string{"kgo-idle"}})
-	addrs := c.Addrs()
-	pid := os.Getpid()
-	// kgo's reaper must not fire while the test looks at the CLOSE_WAIT
-	// sockets (from the broker's close at idle, 1 s, to the checks below):
-	// at 4 s a loaded machine under -race sometimes let it.
-	connIdle := 8 * time.Second
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("kgo-idle"), kgo.ConnIdleTimeout(connIdle))
+// kgoIdleClosed produces one record with a new kgo client, then has the
+// broker close, as idle, every connection open once all are idle now. It
+// returns the client, how many connections it had opened and how many the
+// broker closed: fewer when kgo closed some itself first.
+//
+// The client sends no KIP-714 client metrics: kgo asks for its telemetry
+// subscription just after its first produce, and a request in flight when
+// the broker closes is one kgo reads, so it would see that close at once.
+// Without it kgo is quiet once the produce is answered.
+func kgoIdleClosed(t *testing.T, c *Cluster, topic string, opts ...kgo.Opt) (cl *kgo.Client, opened, closed int) {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic), kgo.DisableClientMetrics()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("first")).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	opened := c.Stats().Accepted
+	waitFor(t, 20*time.Second, "kgo's connections are idle or closed", func() bool {
+		open, idle := idleCounts(c)
+		return open == idle
+	})
+	return cl, c.Stats().Accepted, c.CloseIdle()
+}
 
-	// The broker closes every kgo connection once idle; kgo does not read
-	// them, so every one of them goes to CLOSE_WAIT and stays there.
-	waitFor(t, 20*time.Second, "broker closes every kgo connection", func() bool { return c.Stats().ClosedIdle == opened })
+func TestKgoAfterIdleClose(t *testing.T) {
+	c, logs := startTest(t, Config{Brokers: 1, Topics: []string{"kgo-idle"}})
+	addrs := c.Addrs()
+	pid := os.Getpid()
+	// kgo's own reaper must not close the CLOSE_WAIT sockets while the test
+	// looks at them: at 10 minutes it cannot, as go test's default timeout
+	// ends the test first.
+	cl, opened, closed := kgoIdleClosed(t, c, "kgo-idle", kgo.ConnIdleTimeout(10*time.Minute))
+	if closed != opened || opened == 0 {
+		t.Fatalf("the broker closed %d of kgo's %d connections", closed, opened)
+	}
+
+	// kgo does not read idle connections, so every one the broker closed
+	// goes to CLOSE_WAIT and stays there.
 	var held []netstat.Socket
+	defer func() {
+		if t.Failed() {
+			t.Logf("sockets %s\nlog:\n%s", describe(held), logs.String())
+		}
+	}()
 	waitFor(t, 5*time.Second, "kgo's sockets reach CLOSE_WAIT", func() bool {
 		held = clientSockets(t, pid, addrs)
 		_, cw := countStates(held)
@@ -235,6 +275,8 @@ func TestKgoAfterIdleClose(t *testing.T) {
 
 	// The next produce writes on a CLOSE_WAIT connection (or replaces it),
 	// fails over to a new connection and succeeds.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("second")).FirstErr(); err != nil {
 		t.Fatalf("produce after idle close: %v", err)
 	}
@@ -244,13 +286,6 @@ func TestKgoAfterIdleClose(t *testing.T) {
 	if cw >= opened || est == 0 {
 		t.Fatalf("after the next produce kgo holds %d CLOSE_WAIT and %d ESTABLISHED, want the connection it wrote on replaced: %s", cw, est, describe(after))
 	}
-
-	// The ConnIdleTimeout reaper eventually closes what is left.
-	waitFor(t, 4*connIdle+5*time.Second, "kgo's reaper closes its CLOSE_WAIT sockets", func() bool {
-		_, cw := countStates(clientSockets(t, pid, addrs))
-		return cw == 0
-	})
-	t.Logf("kgo after its ConnIdleTimeout reaper: broker %+v, sockets %s", c.Stats().Counts, describe(clientSockets(t, pid, addrs)))
 
 	// The records were stored.
 	cons, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics("kgo-idle"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -266,4 +301,34 @@ func TestKgoAfterIdleClose(t *testing.T) {
 	if want := []string{"first", "second"}; !slices.Equal(got, want) {
 		t.Fatalf("consumed %q, want %q", got, want)
 	}
+}
+
+// TestKgoReaperClosesCloseWait: kgo's ConnIdleTimeout reaper is what ends
+// the CLOSE_WAIT of a connection kgo never writes on again. The broker must
+// close first, within ConnIdleTimeout of the produce; on a machine too slow
+// for that, kgo's reaper wins, which the counts show, and the test tries
+// again with a ConnIdleTimeout four times longer. It waits for the end state
+// the reaper causes (no socket to the broker left while the client lives),
+// not for a moment inside its period.
+func TestKgoReaperClosesCloseWait(t *testing.T) {
+	pid := os.Getpid()
+	for _, connIdle := range []time.Duration{2 * time.Second, 8 * time.Second, 32 * time.Second} {
+		c, _ := startTest(t, Config{Brokers: 1, Topics: []string{"kgo-reap"}})
+		cl, opened, closed := kgoIdleClosed(t, c, "kgo-reap", kgo.ConnIdleTimeout(connIdle))
+		if closed != opened || opened == 0 {
+			t.Logf("ConnIdleTimeout %v: kgo's reaper closed %d of its %d connections before the broker did: trying a longer one", connIdle, opened-closed, opened)
+			cl.Close()
+			c.Close()
+			continue
+		}
+		waitFor(t, 4*connIdle+20*time.Second, "kgo's reaper closes its broker-closed sockets", func() bool {
+			return len(clientSockets(t, pid, c.Addrs())) == 0
+		})
+		if s := c.Stats(); s.ClosedIdle != opened || s.Open != 0 {
+			t.Fatalf("broker %+v, want the %d connections kgo opened closed as idle and none open", s.Counts, opened)
+		}
+		t.Logf("ConnIdleTimeout %v: kgo's reaper closed the %d connection(s) the broker had closed; no socket to the broker left", connIdle, opened)
+		return
+	}
+	t.Fatal("kgo's reaper closed its connections before the broker's close each time, even with a 32s ConnIdleTimeout")
 }

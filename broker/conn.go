@@ -26,8 +26,13 @@ const (
 	ReasonClientReset Reason = "client reset"
 	// ReasonShutdown: the cluster was closed.
 	ReasonShutdown Reason = "shutdown"
-	// ReasonError: kfake dropped the connection (an unparsable request, a
-	// failed write).
+	// ReasonInvalidRequest: the broker refused a request frame (larger than
+	// socket.request.max.bytes, an unknown API key, a version it does not
+	// serve, a header or body that does not parse) and closed the
+	// connection, as Kafka's SocketServer does; kfake never saw the frame.
+	ReasonInvalidRequest Reason = "invalid request"
+	// ReasonError: kfake dropped the connection (a request it could not
+	// handle, a failed write).
 	ReasonError Reason = "broker error"
 )
 
@@ -41,6 +46,10 @@ type listener struct {
 	c         *Cluster
 	node      int32
 	advertise net.Addr
+	// maxRequest and versions are what every request frame is checked
+	// against before kfake reads it (frameReader).
+	maxRequest int32
+	versions   versionTable
 
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{}
@@ -62,6 +71,7 @@ func (l *listener) Accept() (net.Conn, error) {
 	}
 	now := time.Now()
 	tc := &trackedConn{Conn: conn, l: l, accepted: now, done: make(chan struct{})}
+	tc.frames = &frameReader{r: socketReader{tc}, max: l.maxRequest, versions: l.versions}
 	tc.last.Store(now.UnixNano())
 	l.mu.Lock()
 	l.conns[tc] = struct{}{}
@@ -83,19 +93,42 @@ func (l *listener) reap(idle time.Duration, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-t.C:
-			var expired []*trackedConn
-			l.mu.Lock()
-			for tc := range l.conns {
-				if now.Sub(tc.lastActivity()) > idle {
-					expired = append(expired, tc)
-				}
-			}
-			l.mu.Unlock()
-			for _, tc := range expired {
+			for _, tc := range l.expired(now, idle) {
 				tc.closeFor(ReasonIdle)
 			}
 		}
 	}
+}
+
+// expired returns the connections that at now have been idle longer than
+// idle: no byte read or written since now-idle.
+func (l *listener) expired(now time.Time, idle time.Duration) []*trackedConn {
+	var out []*trackedConn
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for tc := range l.conns {
+		if now.Sub(tc.lastActivity()) > idle {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+// closeIdleNow closes, for idleness, every connection that is idle now, and
+// returns how many.
+func (l *listener) closeIdleNow() int {
+	var idle []*trackedConn
+	l.mu.Lock()
+	for tc := range l.conns {
+		if tc.idleNow() {
+			idle = append(idle, tc)
+		}
+	}
+	l.mu.Unlock()
+	for _, tc := range idle {
+		tc.closeFor(ReasonIdle)
+	}
+	return len(idle)
 }
 
 // closeAll closes every open connection for reason (cluster shutdown).
@@ -119,15 +152,27 @@ func (l *listener) counts() Counts {
 
 // trackedConn is a broker-side connection that records when it last received
 // request bytes or sent response bytes: Kafka's idle clock, which any
-// network activity on the channel resets.
+// network activity on the channel resets. kfake reads it through frames:
+// only whole request frames that frameReader accepted.
 type trackedConn struct {
 	net.Conn
 	l        *listener
 	accepted time.Time
 	last     atomic.Int64 // UnixNano of the last read or write of at least one byte
 
+	// frames and pending belong to the one goroutine of kfake that reads
+	// the connection: pending is what is left of the accepted frame.
+	frames  *frameReader
+	pending []byte
+	// reading is set while part of a request frame has arrived; inflight
+	// counts the requests handed to kfake and not yet answered. Both zero
+	// is "idle now" for CloseIdle.
+	reading  atomic.Bool
+	inflight atomic.Int32
+
 	mu     sync.Mutex
 	reason Reason // the first reason found wins
+	detail string // what went wrong, for the close's log line
 	closed bool
 	// done is closed once the close has been counted and logged, so that a
 	// second closer (Cluster.Close racing kfake's own close) returns only
@@ -140,35 +185,93 @@ func (c *trackedConn) lastActivity() time.Time { return time.Unix(0, c.last.Load
 
 func (c *trackedConn) touch() { c.last.Store(time.Now().UnixNano()) }
 
-func (c *trackedConn) setReason(r Reason) {
+// setReason records why the connection is closing, and what went wrong if
+// detail is set; the first reason found wins, a detail fills in a missing
+// one.
+func (c *trackedConn) setReason(r Reason, detail string) {
 	c.mu.Lock()
 	if c.reason == "" {
 		c.reason = r
 	}
+	if c.detail == "" {
+		c.detail = detail
+	}
 	c.mu.Unlock()
 }
 
+// Read hands kfake the frame frameReader accepted, reading the next one
+// when it is used up. A refused frame closes the connection here, before
+// kfake sees a byte of it; kfake then sees the read error and lets go.
 func (c *trackedConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
+	if len(c.pending) == 0 {
+		c.pending = nil // let the used frame go while the next one arrives
+		frame, h, err := c.frames.next()
+		if err == nil && !h.NoResponse {
+			// Counted before reading is cleared: idleNow never sees
+			// the request neither read nor in flight.
+			c.inflight.Add(1)
+		}
+		c.reading.Store(false)
+		if err != nil {
+			var trunc *truncatedError
+			switch {
+			case errors.Is(err, ErrRequestTooLarge), errors.Is(err, ErrUnknownAPIKey),
+				errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrMalformedRequest):
+				c.setReason(ReasonInvalidRequest, err.Error())
+				_ = c.closeFor(ReasonInvalidRequest)
+			case errors.As(err, &trunc):
+				c.setReason(ReasonClientClosed, err.Error())
+			}
+			return 0, err
+		}
+		c.pending = frame
+		if log := c.l.c.log; log.Enabled(context.Background(), slog.LevelDebug) {
+			log.Debug("request", "node", c.l.node, "remote", c.Conn.RemoteAddr().String(), "api", h.String(), "correlation", h.Correlation, "bytes", len(frame))
+		}
+	}
+	n := copy(b, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
+}
+
+// socketReader reads the connection's socket for frameReader: every byte
+// read resets the idle clock, and a read error says who closed.
+type socketReader struct{ c *trackedConn }
+
+func (s socketReader) Read(b []byte) (int, error) {
+	n, err := s.c.Conn.Read(b)
 	if n > 0 {
-		c.touch()
+		s.c.reading.Store(true)
+		s.c.touch()
 	}
 	switch {
 	case err == nil:
 	case errors.Is(err, io.EOF):
-		c.setReason(ReasonClientClosed)
+		s.c.setReason(ReasonClientClosed, "")
 	case errors.Is(err, syscall.ECONNRESET):
-		c.setReason(ReasonClientReset)
+		s.c.setReason(ReasonClientReset, "")
 	}
 	return n, err
 }
 
+// Write is kfake writing one whole response (client_conn.go's write makes
+// one Write call per response): it answers the oldest request in flight.
 func (c *trackedConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
 	if n > 0 {
 		c.touch()
 	}
+	if err == nil && c.inflight.Load() > 0 {
+		c.inflight.Add(-1)
+	}
 	return n, err
+}
+
+// idleNow says the connection has no request being read or answered, nor
+// one waiting in the socket to be read: the client waits for nothing from
+// the broker.
+func (c *trackedConn) idleNow() bool {
+	return !c.reading.Load() && c.inflight.Load() == 0 && unreadBytes(c.Conn) == 0
 }
 
 // Close is what kfake calls when it is done with the connection: after a
@@ -195,7 +298,7 @@ func (c *trackedConn) closeFor(r Reason) error {
 	if c.reason == "" {
 		c.reason = r
 	}
-	reason := c.reason
+	reason, detail := c.reason, c.detail
 	c.mu.Unlock()
 
 	// Count before the socket closes: a client that has seen the close
@@ -211,6 +314,8 @@ func (c *trackedConn) closeFor(r Reason) error {
 		l.cnt.ClosedByClient++
 	case ReasonShutdown:
 		l.cnt.ClosedShutdown++
+	case ReasonInvalidRequest:
+		l.cnt.ClosedInvalid++
 	default:
 		l.cnt.ClosedOther++
 	}
@@ -220,14 +325,19 @@ func (c *trackedConn) closeFor(r Reason) error {
 
 	now := time.Now()
 	level := slog.LevelInfo
-	if reason == ReasonError {
+	if reason == ReasonError || reason == ReasonInvalidRequest {
 		level = slog.LevelWarn
 	}
-	l.c.log.Log(context.Background(), level, "closed connection",
+	attrs := []any{
 		"node", l.node,
 		"remote", c.Conn.RemoteAddr().String(),
 		"reason", string(reason),
 		"age", now.Sub(c.accepted).Round(time.Millisecond).String(),
-		"idle_for", now.Sub(c.lastActivity()).Round(time.Millisecond).String())
+		"idle_for", now.Sub(c.lastActivity()).Round(time.Millisecond).String(),
+	}
+	if detail != "" {
+		attrs = append(attrs, "error", detail)
+	}
+	l.c.log.Log(context.Background(), level, "closed connection", attrs...)
 	return err
 }

@@ -1,8 +1,7 @@
 // Package metrics exposes what `kdiag watch` sees as Prometheus metrics, in
 // the Prometheus text exposition format (version 0.0.4): served over HTTP
-// (--listen, with kdiag's own go_ and process_ metrics from
-// VictoriaMetrics/metrics) or written for node_exporter's textfile collector
-// (--textfile).
+// (--listen, with kdiag's own go_ and process_ metrics, see process.go) or
+// written for node_exporter's textfile collector (--textfile).
 //
 // Metrics (every gauge is the state at the last scan):
 //
@@ -10,6 +9,7 @@
 //	kdiag_close_wait_oldest_age_seconds{pid,process}      age of the process's oldest CLOSE_WAIT socket
 //	kdiag_close_wait_growth_per_minute{pid,process}       CLOSE_WAIT growth rate, least-squares over the analyzer's recent window
 //	kdiag_close_wait_growing{pid,process}                 1 when the analyzer's verdict is growing (a leak)
+//	kdiag_unseen_sockets{state}                           sockets kdiag could not attribute because it could not read their possible holders
 //	kdiag_scan_duration_seconds                           how long the last scan took
 //	kdiag_scans_total, kdiag_scan_errors_total            scans done and scans that failed
 //	kdiag_scans_served_total                              scans that served the last dump again (watch --events)
@@ -17,26 +17,26 @@
 //
 // pid is "0" and process "" for sockets no process could be found for.
 //
-// Why not client_golang: it links google.golang.org/protobuf and 46 other
-// packages whose init runs in every kdiag command, not only in watch; that
-// was 2.4 MB of the resident memory of every kdiag start and 2.4 MB of
-// binary (BENCHMARKS.md, scan). VictoriaMetrics/metrics, the lightweight
-// library made for the same job, has no such dependencies; it writes
-// kdiag's go_ and process_ metrics. Its gauges and counters have fixed
-// names, while kdiag's series are rebuilt from every scan (its own answer
-// for that, RegisterMetricsWriter, takes text format lines), so the kdiag_
-// families are written here; the tests read them back with Prometheus's
-// own parser.
+// Why no client library: client_golang links google.golang.org/protobuf
+// and 46 other packages whose init runs in every kdiag command, not only in
+// watch; that was 2.4 MB of the resident memory of every kdiag start and
+// 2.4 MB of binary (BENCHMARKS.md, scan). VictoriaMetrics/metrics, the
+// lightweight one, reads cgroup files in its package init (every kdiag
+// start), and its process metrics have no help text and names promtool
+// check metrics rejects. kdiag's series are rebuilt from every scan, which
+// neither library's fixed gauges model, so the exposition is written here
+// (about 60 lines, escaping included); the tests read it back with
+// Prometheus's own parser and check it with promtool.
 package metrics
 
 import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/atomicfile"
 	"io"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -44,7 +44,6 @@ import (
 	"sync"
 	"time"
 
-	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/netstat"
 )
@@ -70,6 +69,8 @@ var (
 		"CLOSE_WAIT growth in sockets per minute, least-squares over the analyzer's recent window."}
 	famGrowing = Family{"kdiag_close_wait_growing", "gauge",
 		"1 when the analyzer's verdict for the process's CLOSE_WAIT count is growing (a leak), else 0."}
+	famUnseen = Family{"kdiag_unseen_sockets", "gauge",
+		"Sockets of the last scan that kdiag could not attribute because it could not read the processes that may hold them (permission, its own file-descriptor limit): a leak among them shows in no other kdiag_ series."}
 	famScanDur = Family{"kdiag_scan_duration_seconds", "gauge", "Duration of the last scan."}
 	famScans   = Family{"kdiag_scans_total", "counter", "Scans done, failed ones included."}
 	famErrors  = Family{"kdiag_scan_errors_total", "counter", "Scans that failed."}
@@ -81,7 +82,7 @@ var (
 // Families returns every family a Collector writes, in the order it writes
 // them.
 func Families() []Family {
-	return []Family{famSockets, famOldest, famGrowth, famGrowing, famScanDur, famScans, famErrors, famServed, famLast}
+	return []Family{famSockets, famOldest, famGrowth, famGrowing, famUnseen, famScanDur, famScans, famErrors, famServed, famLast}
 }
 
 // Collector holds the metrics of the last scan and analysis. Update and
@@ -103,8 +104,10 @@ type Collector struct {
 	// dump is the netstat.Snapshot.Dump that sockets was aggregated from:
 	// a pending snapshot that serves the same dump again (Unchanged) has
 	// the same sockets, and is not aggregated again.
-	dump    uint64
-	procs   []procSeries
+	dump  uint64
+	procs []procSeries
+	// unseen is the last scan's netstat.Snapshot.Unseen sockets by state.
+	unseen  map[string]int
 	scanDur float64
 	scans   uint64
 	errors  uint64
@@ -152,6 +155,10 @@ func (c *Collector) Update(s *netstat.Snapshot, a *analyzer.Analysis, scanDur ti
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending, c.procs = s, procs
+	c.unseen = nil
+	if s.Unseen != nil {
+		c.unseen = s.Unseen.Sockets
+	}
 	c.scanDur = scanDur.Seconds()
 	c.scans++
 	if s.Unchanged {
@@ -189,7 +196,11 @@ func aggregate(s *netstat.Snapshot, max int) []socketSeries {
 	}
 	all := make([]socketSeries, 0, len(counts))
 	for k, n := range counts {
-		all = append(all, socketSeries{pid: strconv.Itoa(k.pid), process: names[k.pid], state: k.state.String(), remote: k.remote.String(), n: n})
+		remote := "" // a held CLOSE socket never seen connected
+		if k.remote.IsValid() {
+			remote = k.remote.String()
+		}
+		all = append(all, socketSeries{pid: strconv.Itoa(k.pid), process: names[k.pid], state: k.state.String(), remote: remote, n: n})
 	}
 	// Busiest first within each (pid, state), so the cut keeps the top ones.
 	slices.SortFunc(all, func(x, y socketSeries) int {
@@ -254,6 +265,14 @@ func (c *Collector) WritePrometheus(w io.Writer) {
 			g = 1
 		}
 		e.sample(famGrowing, g, "pid", p.pid, "process", p.process)
+	}
+	states := make([]string, 0, len(c.unseen))
+	for st := range c.unseen {
+		states = append(states, st)
+	}
+	slices.Sort(states)
+	for _, st := range states {
+		e.sample(famUnseen, float64(c.unseen[st]), "state", st)
 	}
 	e.sample(famScanDur, c.scanDur)
 	e.sample(famScans, float64(c.scans))
@@ -326,7 +345,7 @@ func Handler(c *Collector) http.Handler {
 		}
 		var b bytes.Buffer
 		c.WritePrometheus(&b)
-		vm.WriteProcessMetrics(&b)
+		writeProcess(&exposition{b: &b})
 		w.Header().Set("Content-Type", ContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 		if r.Method == http.MethodGet {
@@ -341,32 +360,21 @@ const TextfileName = "kdiag.prom"
 // WriteTextfile writes c's metrics, without go_ and process_ ones
 // (node_exporter exports its own, and a duplicate name would make it reject
 // the file), to dir/kdiag.prom atomically: into a temporary file in dir
-// (named kdiag.prom<random>, which node_exporter skips since it reads only
+// (.kdiag.prom.<pid>.<n>.tmp, which node_exporter skips since it reads only
 // *.prom), then renamed over the old one, so the collector never reads a
 // half-written file.
-func WriteTextfile(dir string, c *Collector) (err error) {
-	f, err := os.CreateTemp(dir, TextfileName+"*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+func WriteTextfile(dir string, c *Collector) error {
 	var b bytes.Buffer
 	c.WritePrometheus(&b)
-	if _, err = f.Write(b.Bytes()); err != nil {
-		return err
-	}
-	// CreateTemp makes the file 0600; node_exporter often runs as another
-	// user.
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(dir, TextfileName))
+	// 0644 (less the umask): node_exporter often runs as another user, and
+	// the file holds no command line.
+	return atomicfile.Write(filepath.Join(dir, TextfileName), b.Bytes(), 0o644)
+}
+
+// CleanTextfileDir removes the temporary files a killed kdiag left in dir
+// (see atomicfile.CleanStale) and returns a note saying what it removed, ""
+// when nothing.
+func CleanTextfileDir(dir string) (string, error) {
+	removed, err := atomicfile.CleanStale(dir, TextfileName)
+	return atomicfile.Describe(dir, removed), err
 }

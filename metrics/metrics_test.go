@@ -4,6 +4,7 @@ package metrics
 // tests scrape metrics of real sockets.
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -322,5 +324,48 @@ func TestEmptyFamiliesLeftOut(t *testing.T) {
 	mf := parse(t, strings.NewReader(out))["kdiag_scans_total"]
 	if len(mf.GetMetric()) != 1 || mf.GetMetric()[0].GetCounter().GetValue() != 0 {
 		t.Errorf("kdiag_scans_total missing or not 0:\n%s", out)
+	}
+}
+
+// TestUnseenSockets: the sockets a scan could not attribute are a series of
+// their own, by state, and go when a later scan sees everything.
+func TestUnseenSockets(t *testing.T) {
+	c := New()
+	snaps := series(2)
+	snaps[0].Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 30, "ESTABLISHED": 2}, Reason: "permission denied"}
+	c.Update(&snaps[0], nil, time.Millisecond)
+	got := flat(gather(t, c), "kdiag_unseen_sockets")
+	want := []string{"kdiag_unseen_sockets{state=CLOSE_WAIT} 30", "kdiag_unseen_sockets{state=ESTABLISHED} 2"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	c.Update(&snaps[1], nil, time.Millisecond)
+	if mf := gather(t, c)["kdiag_unseen_sockets"]; mf != nil {
+		t.Errorf("after a scan that saw everything: %v, want no series", mf)
+	}
+}
+
+// TestPromtoolChecksEndpoint runs promtool check metrics, Prometheus's own
+// linter, on what /metrics serves: every family, kdiag's own go_ and
+// process_ ones included, has its HELP and TYPE and a conventional name.
+func TestPromtoolChecksEndpoint(t *testing.T) {
+	if _, err := exec.LookPath("promtool"); err != nil {
+		t.Skip("promtool not installed (Debian package prometheus; .ci/run installs it)")
+	}
+	c := fed(60)
+	snap := series(1)[0]
+	snap.Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 3}, Reason: "permission denied"}
+	c.Update(&snap, nil, time.Millisecond)
+	rec := httptest.NewRecorder()
+	Handler(c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	cmd := exec.Command("promtool", "check", "metrics")
+	cmd.Stdin = bytes.NewReader(rec.Body.Bytes())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "process_resident_memory_bytes", "kdiag_unseen_sockets"} {
+		if !strings.Contains(rec.Body.String(), "# HELP "+name+" ") {
+			t.Errorf("no HELP for %s", name)
+		}
 	}
 }

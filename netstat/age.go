@@ -28,18 +28,23 @@ const DefaultInfoEvery = 10 * time.Second
 // ageKey is a socket in the age cache: its namespace and inode.
 type ageKey struct{ netns, inode uint64 }
 
-// ageRecord is what the last tcp_info scan said of a socket: its state then
-// and when it last received.
+// ageRecord is what the tcp_info scans said of a socket: its state, the
+// latest time it can have last received (the FIN, for CLOSE_WAIT), and how
+// much earlier it may have been (Socket.AgeSpan, ms).
 type ageRecord struct {
 	state State
 	recv  time.Time
+	span  uint32
+	idle  uint32 // Socket.IdleMS
+	gen   uint32 // the tcp_info scan that last saw it
 }
 
-// ageCache holds the receive times of the last tcp_info scan.
+// ageCache holds the receive times of the tcp_info scans.
 type ageCache struct {
 	m map[ageKey]ageRecord
 	// at is the time of the last tcp_info scan; zero before the first.
-	at time.Time
+	at  time.Time
+	gen uint32
 }
 
 // due reports whether a scan at now must ask for tcp_info: the first, one
@@ -48,9 +53,13 @@ func (c *ageCache) due(now time.Time, every time.Duration) bool {
 	return c.at.IsZero() || now.Sub(c.at) >= every || now.Before(c.at)
 }
 
-// record replaces the cache with the ages of socks, a scan at time at that
-// asked tcp_info for the states in info. Sockets of other states, and those
-// without an inode (TIME_WAIT: no tcp_info either), are not kept.
+// record keeps the ages of socks, a scan at time at that asked tcp_info for
+// the states in info, and forgets the sockets it did not see. Sockets of
+// other states, and those without an inode (TIME_WAIT: no tcp_info either),
+// are not kept. A socket seen in the same state before keeps what both
+// scans say: its FIN came in both intervals, so in their intersection. A
+// keepalive ACK after the first scan widens the second's interval, not the
+// kept one, and a FIN time once known exactly stays exact.
 func (c *ageCache) record(socks []Socket, at time.Time, info StateSet) {
 	if c.m == nil {
 		// Sized for the sockets it keeps, not all of socks: a watch of
@@ -64,15 +73,51 @@ func (c *ageCache) record(socks []Socket, at time.Time, info StateSet) {
 		}
 		c.m = make(map[ageKey]ageRecord, n)
 	}
-	clear(c.m)
+	c.gen++
 	c.at = at
 	for i := range socks {
 		s := &socks[i]
 		if !info.Has(s.State) || !s.HasAge || s.Inode == 0 {
 			continue
 		}
-		c.m[ageKey{s.NetNS, s.Inode}] = ageRecord{state: s.State, recv: at.Add(-s.Age)}
+		k := ageKey{s.NetNS, s.Inode}
+		r := ageRecord{state: s.State, recv: at.Add(-s.Age), span: s.AgeSpan, idle: s.IdleMS, gen: c.gen}
+		if old, ok := c.m[k]; ok && old.state == r.state {
+			r = r.narrow(old)
+			if r.idle == 0 {
+				r.idle = old.idle // known while the age was exact
+			}
+			s.IdleMS = r.idle
+			// This scan's socket gets the narrowed age too.
+			s.Age, s.AgeSpan = max(at.Sub(r.recv), 0), r.span
+		}
+		c.m[k] = r
 	}
+	for k, r := range c.m {
+		if r.gen != c.gen {
+			delete(c.m, k)
+		}
+	}
+}
+
+// narrow intersects r's interval [recv-span, recv] with old's; when they do
+// not meet (a reused inode), r stands.
+func (r ageRecord) narrow(old ageRecord) ageRecord {
+	ms := func(n uint32) time.Duration { return time.Duration(n) * time.Millisecond }
+	latest := r.recv
+	if old.recv.Before(latest) {
+		latest = old.recv
+	}
+	earliest := r.recv.Add(-ms(r.span))
+	if e := old.recv.Add(-ms(old.span)); e.After(earliest) {
+		earliest = e
+	}
+	if earliest.After(latest) {
+		return r
+	}
+	r.recv = latest
+	r.span = uint32(latest.Sub(earliest).Milliseconds())
+	return r
 }
 
 // carry sets the ages of socks, a scan at time at without tcp_info, from
@@ -82,12 +127,12 @@ func (c *ageCache) record(socks []Socket, at time.Time, info StateSet) {
 func (c *ageCache) carry(socks []Socket, at time.Time, info StateSet) {
 	for i := range socks {
 		s := &socks[i]
-		s.Age, s.HasAge = 0, false
+		s.Age, s.HasAge, s.AgeSpan, s.IdleMS = 0, false, 0, 0
 		if !info.Has(s.State) || s.Inode == 0 {
 			continue
 		}
 		if r, ok := c.m[ageKey{s.NetNS, s.Inode}]; ok && r.state == s.State {
-			s.Age, s.HasAge = max(at.Sub(r.recv), 0), true
+			s.Age, s.HasAge, s.AgeSpan, s.IdleMS = max(at.Sub(r.recv), 0), true, r.span, r.idle
 		}
 	}
 }

@@ -74,3 +74,36 @@ func TestAgeCacheCarry(t *testing.T) {
 		t.Errorf("after the next tcp_info scan (-want +got):\n%s", d)
 	}
 }
+
+// TestAgeCacheNarrows: a later tcp_info scan whose interval a keepalive ACK
+// widened keeps what the earlier one knew: the intersection, and an exact
+// FIN time stays exact.
+func TestAgeCacheNarrows(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	var c ageCache
+	sock := func(age time.Duration, span uint32) []Socket {
+		return []Socket{{State: CloseWait, Inode: 7, NetNS: 1, Age: age, HasAge: true, AgeSpan: span}}
+	}
+	// FIN between 10 s and 40 s before t0.
+	c.record(sock(10*time.Second, 30000), t0, ageStates)
+	// 10 s later a probe's ACK says 1 s and the last data 50 s: alone, the
+	// FIN came 1 s to 50 s ago; with the first scan, 20 s to 50 s ago.
+	s := sock(time.Second, 49000)
+	c.record(s, t0.Add(10*time.Second), ageStates)
+	if s[0].Age != 20*time.Second || s[0].AgeMax() != 50*time.Second {
+		t.Errorf("after the probe: %v to %v, want 20s to 50s", s[0].Age, s[0].AgeMax())
+	}
+	// An exact reading (no ACK since the FIN) then stays exact.
+	var e ageCache
+	e.record(sock(12*time.Second, 0), t0, ageStates)
+	s = sock(time.Second, 30000)
+	e.record(s, t0.Add(5*time.Second), ageStates)
+	if !s[0].AgeExact() || s[0].Age != 17*time.Second {
+		t.Errorf("exact then widened: %v (span %d ms), want exactly 17s", s[0].Age, s[0].AgeSpan)
+	}
+	// A socket not seen again is forgotten.
+	e.record(nil, t0.Add(6*time.Second), ageStates)
+	if len(e.m) != 0 {
+		t.Errorf("%d entries kept for sockets gone", len(e.m))
+	}
+}

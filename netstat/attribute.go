@@ -39,6 +39,14 @@ type Attributor struct {
 	// NoCache keeps nothing for the next call: for a one-shot scan, where
 	// a cache of every socket fd walked would only cost memory.
 	NoCache bool
+	// CollectOthers makes each call walk every fd of every pid it reads
+	// and keep, in Others, the socket fds whose inode it was not asked
+	// for: what finding held CLOSE sockets needs, without a second walk.
+	CollectOthers bool
+	// Others holds, since ResetOthers, the socket fds the calls read whose
+	// inodes were not wanted, and Complete the pids whose every fd was read.
+	Others   []heldFD
+	Complete map[int]bool
 
 	// cache maps the inode of every socket fd seen by earlier walks to the
 	// (pid, fd) that held it. It is the pid -> {fd -> inode} table stored the
@@ -120,8 +128,23 @@ type AttributeStats struct {
 	// user's process when not root).
 	Denied []int
 	// Failed lists pids whose fds could not be read for another reason, with
-	// the error, e.g. "pid 42: too many open files".
-	Failed []string
+	// the error (EMFILE: kdiag ran out of file descriptors).
+	Failed []PIDError
+}
+
+// PIDError is an error reading the fds of one process.
+type PIDError struct {
+	PID int
+	Err error
+}
+
+func (e PIDError) String() string { return fmt.Sprintf("pid %d: %v", e.PID, e.Err) }
+
+// outOfFDs reports whether err says kdiag itself ran out of file
+// descriptors (its own RLIMIT_NOFILE, or the system's table): nothing about
+// the process it was reading.
+func outOfFDs(err error) bool {
+	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)
 }
 
 // NewAttributor returns an Attributor reading procRoot.
@@ -213,7 +236,15 @@ type attrRun struct {
 	claimed   []atomic.Uint32
 	remaining atomic.Int64
 	links     atomic.Int64
+	// collect walks every fd of every pid, not only until every wanted
+	// inode is found, and keeps the socket fds whose inode is not wanted
+	// (Attributor.CollectOthers).
+	collect bool
 }
+
+// done reports whether the walks can stop: every wanted inode is found and
+// nothing else is being collected.
+func (r *attrRun) done() bool { return r.remaining.Load() == 0 && !r.collect }
 
 // claim records o as the holder of ino if ino is wanted and not yet claimed.
 func (r *attrRun) claim(ino uint64, o Owner) bool {
@@ -235,6 +266,9 @@ type attrResult struct {
 	complete bool // every fd of the pid was read
 	walked   bool
 	seen     []attrSeen
+	// others are the socket fds a collecting walk read whose inode is not
+	// wanted.
+	others []attrSeen
 	// probeHits counts the wanted sockets among the fds a probe read.
 	probeHits int
 	// top is the last fd a probe found, -1 when it did not look.
@@ -248,6 +282,7 @@ type attrSeen struct {
 	fd      int32
 	cached  bool // a verified cache entry, not a walk
 	matched bool
+	proto   uint8 // heldTCP: the socket's Family
 }
 
 // attribute finds the holders of want's inodes among pids; want maps an
@@ -264,7 +299,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 	for i := range claimed {
 		claimed[i].Store(0)
 	}
-	r := &attrRun{want: want, set: set, claimed: claimed}
+	r := &attrRun{want: want, set: set, claimed: claimed, collect: a.CollectOthers}
 	r.remaining.Store(int64(len(want)))
 	st := AttributeStats{Wanted: len(want)}
 	if len(want) == 0 {
@@ -316,7 +351,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 	// before, then pids of the sockets' users, go first: they are the likely
 	// holders, and the walk stops when nothing is missing.
 	walked := false
-	if r.remaining.Load() > 0 && a.mustWalk(r) {
+	if (r.remaining.Load() > 0 && a.mustWalk(r)) || r.collect {
 		walked = true
 		// Probe: the first few fds of every pid say which processes hold
 		// the wanted sockets (a process holding CLOSE_WAIT sockets usually
@@ -326,7 +361,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 		tops := map[int]int{}
 		if len(pids) > 1 {
 			for _, res := range a.pool(ctx, pids, func(w *attrWorker, pid int) attrResult {
-				if r.remaining.Load() == 0 || ctx.Err() != nil {
+				if r.done() || ctx.Err() != nil {
 					return attrResult{pid: pid}
 				}
 				return w.probe(a, r, pid)
@@ -348,7 +383,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 			likely++
 		}
 		for _, stage := range [][]int{order[:likely], order[likely:]} {
-			if len(stage) == 0 || r.remaining.Load() == 0 {
+			if len(stage) == 0 || r.done() {
 				continue
 			}
 			// A likely holder with a large table is walked in parts, one
@@ -374,13 +409,15 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 			}
 			results = append(results, a.pool(ctx, idx, func(w *attrWorker, i int) attrResult {
 				j := jobs[i]
-				if r.remaining.Load() == 0 || ctx.Err() != nil || skip[j.pid] {
+				if r.done() || ctx.Err() != nil || skip[j.pid] {
 					return attrResult{pid: j.pid}
 				}
 				return w.walk(a, r, j)
 			})...)
 		}
 	}
+
+	results = a.retryOutOfFDs(ctx, r, results)
 
 	// Merge into the cache and the stats.
 	exited := map[int]bool{}
@@ -394,10 +431,17 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 				exited[res.pid] = true
 				st.Exited = append(st.Exited, res.pid)
 			}
+		case res.denied && a.gone(res.pid):
+			// A process on its way out refuses its fds (EACCES) before its
+			// /proc entry goes: it exited, it did not deny kdiag.
+			if !exited[res.pid] {
+				exited[res.pid] = true
+				st.Exited = append(st.Exited, res.pid)
+			}
 		case res.denied:
 			st.Denied = append(st.Denied, res.pid)
 		case res.failed != nil:
-			st.Failed = append(st.Failed, fmt.Sprintf("pid %d: %v", res.pid, res.failed))
+			st.Failed = append(st.Failed, PIDError{res.pid, res.failed})
 		}
 		if res.walked && !walkedPID[res.pid] {
 			walkedPID[res.pid] = true
@@ -429,6 +473,21 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 			delete(a.cache, ino)
 		}
 	}
+	if r.collect {
+		if a.Complete == nil {
+			a.Complete = map[int]bool{}
+		}
+		for _, res := range results {
+			for _, o := range res.others {
+				a.Others = append(a.Others, heldFD{pid: res.pid, fd: int(o.fd), ino: o.ino})
+			}
+		}
+		for pid, ok := range complete {
+			if ok && !exited[pid] {
+				a.Complete[pid] = true
+			}
+		}
+	}
 	a.noteUnowned(r, walked && ctx.Err() == nil)
 	slices.Sort(st.Exited)
 	slices.Sort(st.Denied)
@@ -437,6 +496,51 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 	st.Links = int(r.links.Load())
 	return st
 }
+
+// ResetOthers forgets what earlier calls collected (CollectOthers).
+func (a *Attributor) ResetOthers() {
+	a.Others = a.Others[:0]
+	clear(a.Complete)
+}
+
+// retryOutOfFDs walks again, one at a time, the pids whose fds could not be
+// read because kdiag ran out of file descriptors (a low ulimit -n: every
+// worker holds a directory open), while wanted inodes are missing. Their
+// failed results are replaced by the retries', appended last so that a pid
+// walked in parts is complete once its retry is.
+func (a *Attributor) retryOutOfFDs(ctx context.Context, r *attrRun, results []attrResult) []attrResult {
+	var pids []int
+	seen := map[int]bool{}
+	for _, res := range results {
+		if res.failed != nil && outOfFDs(res.failed) && !seen[res.pid] {
+			seen[res.pid] = true
+			pids = append(pids, res.pid)
+		}
+	}
+	if len(pids) == 0 || r.done() {
+		return results
+	}
+	kept := results[:0]
+	for _, res := range results {
+		if res.failed == nil || !outOfFDs(res.failed) {
+			kept = append(kept, res)
+		}
+	}
+	w := a.worker()
+	defer a.putWorker(w)
+	for _, pid := range pids {
+		if r.done() || ctx.Err() != nil {
+			// Nothing is missing: the failure no longer matters.
+			continue
+		}
+		kept = append(kept, w.walk(a, r, walkJob{pid: pid}))
+	}
+	return kept
+}
+
+// gone reports whether pid has exited or is a zombie: such a process has
+// no fds left to read.
+func (a *Attributor) gone(pid int) bool { return processGone(a.ProcRoot, pid) }
 
 // mustWalk reports whether some missing inode was not found missing by a
 // recent complete walk.
@@ -675,9 +779,13 @@ func (w *attrWorker) walk(a *Attributor, r *attrRun, j walkJob) attrResult {
 			if !a.NoCache {
 				res.seen = append(res.seen, attrSeen{ino: ino, fd: int32(fd)})
 			}
-			r.claim(ino, Owner{PID: pid, FD: fd})
+			if !r.claim(ino, Owner{PID: pid, FD: fd}) && r.collect {
+				if _, wanted := r.want[ino]; !wanted {
+					res.others = append(res.others, attrSeen{ino: ino, fd: int32(fd)})
+				}
+			}
 		}
-		if r.remaining.Load() == 0 {
+		if r.done() {
 			return res
 		}
 	}

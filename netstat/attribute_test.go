@@ -202,7 +202,14 @@ func TestAttributeExitedAndDenied(t *testing.T) {
 		10: {3: sock(1)},
 		20: {3: sock(2)}, // removed just before it is opened: exits mid-scan
 		30: {3: sock(3)}, // EACCES, as another user's fds are when not root
+		50: {3: sock(4)}, // EACCES from a process on its way out (a zombie)
 	})
+	if err := os.WriteFile(filepath.Join(root, "50", "stat"), []byte("50 (java) Z 1 50 50 0 -1 4194564 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "30", "stat"), []byte("30 (cron) S 1 30 30 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	a := NewAttributor(root)
 	a.openDir = func(path string) (int, error) {
 		switch path {
@@ -210,17 +217,17 @@ func TestAttributeExitedAndDenied(t *testing.T) {
 			if err := os.RemoveAll(filepath.Join(root, "20")); err != nil {
 				t.Fatal(err)
 			}
-		case filepath.Join(root, "30", "fd"):
+		case filepath.Join(root, "30", "fd"), filepath.Join(root, "50", "fd"):
 			return -1, unix.EACCES
 		}
 		return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	}
 	// 40 never existed: listed, then gone.
-	got, st := a.Attribute(context.Background(), []int{10, 20, 30, 40}, []uint64{1, 2, 3})
+	got, st := a.Attribute(context.Background(), []int{10, 20, 30, 40, 50}, []uint64{1, 2, 3, 4})
 	if d := cmp.Diff(map[uint64]Owner{1: {10, 3}}, got); d != "" {
 		t.Errorf("owners (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]int{20, 40}, st.Exited); d != "" {
+	if d := cmp.Diff([]int{20, 40, 50}, st.Exited); d != "" {
 		t.Errorf("exited (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]int{30}, st.Denied); d != "" {
@@ -467,4 +474,28 @@ func BenchmarkAttributeProc(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestAttributeRetriesOutOfFDs: a walk that fails because kdiag ran out of
+// file descriptors (EMFILE, as with a low ulimit -n and several workers) is
+// tried again, alone, and finds the socket.
+func TestAttributeRetriesOutOfFDs(t *testing.T) {
+	root := fixtureProc(t, map[int]map[int]string{10: {3: sock(1)}, 20: {4: sock(2)}})
+	a := NewAttributor(root)
+	failed := map[string]bool{}
+	a.openDir = func(path string) (int, error) {
+		if !failed[path] {
+			failed[path] = true
+			return -1, unix.EMFILE
+		}
+		return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	a.Workers = 1 // openDir is not safe for concurrent use
+	got, st := a.Attribute(context.Background(), []int{10, 20}, []uint64{1, 2})
+	if d := cmp.Diff(map[uint64]Owner{1: {10, 3}, 2: {20, 4}}, got); d != "" {
+		t.Errorf("owners (-want +got):\n%s", d)
+	}
+	if len(st.Failed) != 0 {
+		t.Errorf("failed %v, want none once retried", st.Failed)
+	}
 }

@@ -16,7 +16,7 @@ import (
 //
 // A one-shot scan always spills (its s is empty), and joining is its memory
 // peak: the chunks and the result at once. So a chunk holds packedSockets,
-// 88 bytes against a Socket's 128, in memory mapped outside the Go heap
+// 96 bytes against a Socket's 128, in memory mapped outside the Go heap
 // (chunkMem), and collect unmaps each chunk as soon as it is copied: the
 // peak is the result and one chunk, not the result and every chunk, since
 // the heap would keep the chunks' pages until a collection and then for
@@ -27,7 +27,7 @@ type socketCollector struct {
 	n      int // sockets in chunks
 }
 
-// collectorChunk is the size of a spill chunk: 1,024 sockets, 88 KiB.
+// collectorChunk is the size of a spill chunk: 1,024 sockets, 96 KiB.
 const collectorChunk = 1024
 
 func (c *socketCollector) add(s Socket) {
@@ -93,6 +93,7 @@ type packedSocket struct {
 	inode, netns       uint64
 	age                time.Duration
 	recvQ, sendQ, uid  uint32
+	ageSpan, idle      uint32
 	pid, fd            int32
 	localPort, remPort uint16
 	family, state      uint8
@@ -110,7 +111,7 @@ const (
 func pack(s *Socket) packedSocket {
 	p := packedSocket{
 		inode: s.Inode, netns: s.NetNS, age: s.Age,
-		recvQ: s.RecvQ, sendQ: s.SendQ, uid: s.UID,
+		recvQ: s.RecvQ, sendQ: s.SendQ, uid: s.UID, ageSpan: s.AgeSpan, idle: s.IdleMS,
 		pid: int32(s.PID), fd: int32(s.FD),
 		localPort: s.Local.Port(), remPort: s.Remote.Port(),
 		family: uint8(s.Family), state: uint8(s.State),
@@ -152,7 +153,7 @@ func (p *packedSocket) unpack() Socket {
 	s := Socket{
 		Family: Family(p.family), State: State(p.state),
 		RecvQ: p.recvQ, SendQ: p.sendQ, Inode: p.inode, UID: p.uid,
-		Age: p.age, HasAge: p.flags&packedHasAge != 0,
+		Age: p.age, HasAge: p.flags&packedHasAge != 0, AgeSpan: p.ageSpan, IdleMS: p.idle,
 		NetNS: p.netns, PID: int(p.pid), FD: int(p.fd),
 	}
 	s.Local = netip.AddrPortFrom(unpackAddr(&p.local, p.flags, packedLocal4, packedLocal6), p.localPort)

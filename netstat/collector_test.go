@@ -50,8 +50,8 @@ func TestSocketCollector(t *testing.T) {
 // TestSocketCollectorKeepsEveryField spills sockets of every address shape
 // through the packed chunks and checks they come back equal.
 func TestSocketCollectorKeepsEveryField(t *testing.T) {
-	if got := unsafe.Sizeof(packedSocket{}); got != 88 {
-		t.Errorf("packedSocket is %d bytes; its comment says 88", got)
+	if got := unsafe.Sizeof(packedSocket{}); got != 96 {
+		t.Errorf("packedSocket is %d bytes; its comment says 96", got)
 	}
 	want := []Socket{
 		{Family: IPv4, State: CloseWait, Local: netip.MustParseAddrPort("127.0.0.1:41000"),

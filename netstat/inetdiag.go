@@ -50,6 +50,8 @@ const (
 	// 8, idiag_dst (__be32[4]) 24, idiag_if 40, idiag_cookie[2] 44.
 	offFamily = 0
 	offState  = 1
+	offTimer  = 2
+	offExpire = 52
 	offSport  = 4
 	offDport  = 6
 	offSrc    = 8
@@ -65,6 +67,7 @@ const (
 	// tcpi_retrans 36, tcpi_fackets 40, tcpi_last_data_sent 44,
 	// tcpi_last_ack_sent 48, tcpi_last_data_recv 52, tcpi_last_ack_recv 56.
 	// The test checks them against golang.org/x/sys/unix.TCPInfo.
+	offLastDataSent = 44
 	offLastDataRecv = 52
 	offLastAckRecv  = 56
 	minTCPInfoLen   = offLastAckRecv + 4
@@ -163,13 +166,51 @@ func parseInetDiagMessage(m netlink.Message) (s Socket, ok bool, reason string) 
 		}
 		if typ == inetDiagInfo && n-4 >= minTCPInfoLen && s.State != Listen {
 			info := a[4:n]
+			sent := binary.NativeEndian.Uint32(info[offLastDataSent:])
 			data := binary.NativeEndian.Uint32(info[offLastDataRecv:])
 			ack := binary.NativeEndian.Uint32(info[offLastAckRecv:])
 			s.Age, s.HasAge = time.Duration(min(data, ack))*time.Millisecond, true
+			if s.State == CloseWait {
+				s.AgeSpan = finSpan(b[offTimer], binary.NativeEndian.Uint32(b[offExpire:]), sent, data, ack)
+				if last := min(sent, data); s.AgeSpan == 0 && last > ack {
+					// The FIN came ack ms ago, the last data last ms
+					// ago: the connection was idle for the difference.
+					s.IdleMS = last - ack
+				}
+			}
 		}
 		a = a[min(len(a), (n+3)&^3):]
 	}
 	return s, true, ""
+}
+
+// idiag_timer values (net/ipv4/inet_diag.c, inet_sk_diag_fill): which of a
+// socket's timers is pending.
+const (
+	timerNone      = 0
+	timerKeepalive = 2
+)
+
+// finSpan returns how far a CLOSE_WAIT socket's FIN may lie before
+// tcpi_last_ack_recv (ack, ms ago), 0 when ack is the FIN's time exactly (see
+// Socket.Age): nothing was sent after the peer's last data (sent, data: ms
+// since the last data sent and received) and no keepalive probe can have
+// been answered since, because none is armed (timer) or the last data came
+// less than a keepalive period ago (the period is at least ack + expires,
+// the ms until the keepalive timer fires). Otherwise the FIN came no
+// earlier than the last data: the span is data - ack.
+func finSpan(timer uint8, expires, sent, data, ack uint32) uint32 {
+	if data <= ack {
+		return 0
+	}
+	quiet := sent >= data
+	switch {
+	case quiet && timer == timerNone:
+		return 0
+	case quiet && timer == timerKeepalive && uint64(data) < uint64(ack)+uint64(expires):
+		return 0
+	}
+	return data - ack
 }
 
 // addMessage records a malformed netlink message, by index, with its first

@@ -59,6 +59,9 @@ func TestInetDiagLayouts(t *testing.T) {
 		{"idiag_wqueue", offWqueue, unsafe.Offsetof(msg.Wqueue)},
 		{"idiag_uid", offUID, unsafe.Offsetof(msg.Uid)},
 		{"idiag_inode", offInode, unsafe.Offsetof(msg.Inode)},
+		{"idiag_timer", offTimer, unsafe.Offsetof(msg.Timer)},
+		{"idiag_expires", offExpire, unsafe.Offsetof(msg.Expires)},
+		{"tcpi_last_data_sent", offLastDataSent, unsafe.Offsetof(info.Last_data_sent)},
 		{"tcpi_last_data_recv", offLastDataRecv, unsafe.Offsetof(info.Last_data_recv)},
 		{"tcpi_last_ack_recv", offLastAckRecv, unsafe.Offsetof(info.Last_ack_recv)},
 		{"SOCK_DIAG_BY_FAMILY", sockDiagByFamily, unix.SOCK_DIAG_BY_FAMILY},
@@ -88,8 +91,12 @@ func TestEncodeInetDiagReq(t *testing.T) {
 // tcpInfo is what a test puts in INET_DIAG_INFO: the two receive times, in
 // a struct tcp_info of size n (0: the full size of x/sys's struct).
 type tcpInfo struct {
-	lastDataRecv, lastAckRecv uint32
-	n                         int
+	lastDataSent, lastDataRecv, lastAckRecv uint32
+	n                                       int
+	// timer and expires go into inet_diag_msg's idiag_timer and
+	// idiag_expires (200 when 0).
+	timer   uint8
+	expires uint32
 }
 
 // rtattr encodes one struct rtattr, padded to 4 bytes.
@@ -114,7 +121,13 @@ func inetDiagMsg(s Socket, info *tcpInfo, extra ...[]byte) netlink.Message {
 	copy(b[offDst:offDst+16], s.Remote.Addr().AsSlice())
 	binary.NativeEndian.PutUint32(b[40:], 1)          // idiag_if
 	binary.NativeEndian.PutUint32(b[44:], 0xdeadbeef) // idiag_cookie
-	binary.NativeEndian.PutUint32(b[52:], 200)        // idiag_expires
+	binary.NativeEndian.PutUint32(b[offExpire:], 200) // idiag_expires
+	if info != nil {
+		b[offTimer] = info.timer
+		if info.expires != 0 {
+			binary.NativeEndian.PutUint32(b[offExpire:], info.expires)
+		}
+	}
 	binary.NativeEndian.PutUint32(b[offRqueue:], s.RecvQ)
 	binary.NativeEndian.PutUint32(b[offWqueue:], s.SendQ)
 	binary.NativeEndian.PutUint32(b[offUID:], s.UID)
@@ -127,6 +140,7 @@ func inetDiagMsg(s Socket, info *tcpInfo, extra ...[]byte) netlink.Message {
 		v := make([]byte, n)
 		v[0] = byte(s.State) // tcpi_state
 		if n >= minTCPInfoLen {
+			binary.NativeEndian.PutUint32(v[offLastDataSent:], info.lastDataSent)
 			binary.NativeEndian.PutUint32(v[offLastDataRecv:], info.lastDataRecv)
 			binary.NativeEndian.PutUint32(v[offLastAckRecv:], info.lastAckRecv)
 		}
@@ -147,6 +161,11 @@ func TestParseInetDiag(t *testing.T) {
 	syn := Socket{Family: IPv6, State: NewSynRecv, Local: ap("[::1]:9092"), Remote: ap("[::1]:41002"), FD: -1}
 	ln := Socket{Family: IPv4, State: Listen, Local: ap("0.0.0.0:9092"), Remote: ap("0.0.0.0:0"), RecvQ: 2, SendQ: 4096, Inode: 99, FD: -1}
 	aged := func(s Socket, d time.Duration) Socket { s.Age, s.HasAge = d, true; return s }
+	bounded := func(s Socket, d time.Duration, spanMS uint32) Socket {
+		s.Age, s.HasAge, s.AgeSpan = d, true, spanMS
+		return s
+	}
+	idle := func(s Socket, ms uint32) Socket { s.IdleMS = ms; return s }
 	cong := rtattr(4, []byte("cubic\x00")) // INET_DIAG_CONG
 
 	for _, tc := range []struct {
@@ -156,9 +175,29 @@ func TestParseInetDiag(t *testing.T) {
 		wantErr string // substring of an ErrParse error; "" for none
 	}{
 		{
-			name: "CLOSE_WAIT with tcp_info: age is the older of the two receive times' minimum",
-			msgs: []netlink.Message{inetDiagMsg(cw4, &tcpInfo{lastDataRecv: 90000, lastAckRecv: 61000})},
-			want: []Socket{aged(cw4, 61*time.Second)},
+			name: "CLOSE_WAIT, nothing sent since the last data, no keepalive: the last ACK is the FIN, exact",
+			msgs: []netlink.Message{inetDiagMsg(cw4, &tcpInfo{lastDataSent: 95000, lastDataRecv: 90000, lastAckRecv: 61000})},
+			want: []Socket{idle(aged(cw4, 61*time.Second), 29000)},
+		},
+		{
+			name: "CLOSE_WAIT, keepalive armed and the last data longer ago than a period: bounded by the last ACK and the last data",
+			msgs: []netlink.Message{inetDiagMsg(cw4, &tcpInfo{lastDataSent: 95000, lastDataRecv: 90000, lastAckRecv: 800, timer: timerKeepalive, expires: 14200})},
+			want: []Socket{bounded(cw4, 800*time.Millisecond, 89200)},
+		},
+		{
+			name: "CLOSE_WAIT, keepalive armed but the last data less than a period ago: no probe since the FIN, exact",
+			msgs: []netlink.Message{inetDiagMsg(cw4, &tcpInfo{lastDataSent: 5000, lastDataRecv: 4000, lastAckRecv: 3000, timer: timerKeepalive, expires: 12000})},
+			want: []Socket{idle(aged(cw4, 3*time.Second), 1000)},
+		},
+		{
+			name: "CLOSE_WAIT, data sent after the peer's last data: an ACK may have followed the FIN, bounded",
+			msgs: []netlink.Message{inetDiagMsg(cw4, &tcpInfo{lastDataSent: 100, lastDataRecv: 90000, lastAckRecv: 61000})},
+			want: []Socket{bounded(cw4, 61*time.Second, 29000)},
+		},
+		{
+			name: "CLOSE_WAIT, a retransmission pending: bounded",
+			msgs: []netlink.Message{inetDiagMsg(cw4, &tcpInfo{lastDataSent: 95000, lastDataRecv: 90000, lastAckRecv: 61000, timer: 1})},
+			want: []Socket{bounded(cw4, 61*time.Second, 29000)},
 		},
 		{
 			name: "IPv6, tcp_info after another attribute",

@@ -67,6 +67,8 @@ func GroupByNetNS(procRoot string, pids []int) (groups map[uint64][]int, notes [
 			groups[ns] = append(groups[ns], pid)
 		case errors.Is(err, fs.ErrNotExist):
 			exited++
+		case errors.Is(err, fs.ErrPermission) && kernelThread(procRoot, pid):
+			// A kernel thread holds no sockets.
 		case errors.Is(err, fs.ErrPermission):
 			denied++
 			if len(deniedPIDs) < 5 {

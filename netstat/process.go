@@ -11,8 +11,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/kdiag/kdiag/internal/redact"
 	"github.com/shirou/gopsutil/v4/common"
 	"github.com/shirou/gopsutil/v4/process"
 )
@@ -46,7 +48,10 @@ func readProcess(ctx context.Context, procRoot string, pid int) (Process, []stri
 	gp := &process.Process{Pid: int32(pid)}
 	out.Name, _ = gp.NameWithContext(ctx)
 	args, _ := gp.CmdlineSliceWithContext(ctx)
-	out.Cmdline = strings.Join(args, " ")
+	// Command lines carry secrets (--sasl.password=…); what kdiag shows of
+	// them is masked here, at the one place every output gets them from.
+	// Kafka detection reads the raw args.
+	out.Cmdline = redact.Cmdline(args)
 	if uids, err := gp.UidsWithContext(ctx); err == nil && len(uids) > 0 {
 		out.UID = uids[0]
 		if u, err := gp.UsernameWithContext(ctx); err == nil {
@@ -64,13 +69,59 @@ func readProcess(ctx context.Context, procRoot string, pid int) (Process, []stri
 	if ns, err := NetNSOf(procRoot, pid); err == nil {
 		out.NetNS = ns
 	}
-	if out.Name == "" && out.Cmdline == "" {
-		// Everything failed: the process most likely exited meanwhile.
-		if _, err := os.Stat(procRoot + "/" + strconv.Itoa(pid)); errors.Is(err, fs.ErrNotExist) {
-			return out, nil, fmt.Errorf("process %d: %w", pid, err)
-		}
+	if out.Name == "" && out.Cmdline == "" && processGone(procRoot, pid) {
+		// Everything failed: the process exited meanwhile, or is a zombie
+		// whose fds (and sockets) closed with it.
+		return out, nil, fmt.Errorf("process %d: exited: %w", pid, fs.ErrNotExist)
 	}
 	return out, args, nil
+}
+
+// processGone reports whether pid has exited (no /proc/<pid>) or is a
+// zombie (state Z or X in /proc/<pid>/stat, proc(5)): either way it holds no
+// fds.
+func processGone(procRoot string, pid int) bool {
+	dir := procRoot + "/" + strconv.Itoa(pid)
+	if _, err := os.Stat(dir); err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		// Gone between the two reads, or a fixture tree without stat files.
+		_, derr := os.Stat(dir)
+		return errors.Is(err, syscall.ESRCH) || errors.Is(derr, fs.ErrNotExist)
+	}
+	// "pid (comm) S ...": the state follows the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	st := b[i+2]
+	return st == 'Z' || st == 'X'
+}
+
+// pfKthread is PF_KTHREAD, the flag of a kernel thread in the flags field of
+// /proc/<pid>/stat (include/linux/sched.h).
+const pfKthread = 0x00200000
+
+// kernelThread reports whether pid is a kernel thread: it holds no fds, so
+// that an unprivileged kdiag may not read them says nothing of any socket.
+func kernelThread(procRoot string, pid int) bool {
+	b, err := os.ReadFile(procRoot + "/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false
+	}
+	// After "(comm) ": state, ppid, pgrp, session, tty_nr, tpgid, flags.
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&pfKthread != 0
 }
 
 // readContainerID reads /proc/<pid>/cgroup.

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const testContainerID = "3f4e5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081"
@@ -80,5 +83,37 @@ func TestReadProcessExited(t *testing.T) {
 	_, err := ReadProcess(context.Background(), t.TempDir(), 12345)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestReadProcessMasksSecrets runs a real process with secrets on its command
+// line: what kdiag reads of it (and so every output) shows none of them.
+func TestReadProcessMasksSecrets(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30; exit 0", "sh", "--sasl.password=Hunter2", "-Djavax.net.ssl.keyStorePassword=Ks3cret", "--password", "Pw9")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start sh: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Wait (bounded) until the kernel shows the new image's arguments.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid))
+		if bytes.Contains(b, []byte("sleep 30")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/proc/%d/cmdline is %q after 10s, want sh's arguments", cmd.Process.Pid, b)
+		}
+	}
+	p, err := ReadProcess(context.Background(), "/proc", cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"Hunter2", "Ks3cret", "Pw9"} {
+		if strings.Contains(p.Cmdline, secret) {
+			t.Errorf("cmdline %q shows the secret %q", p.Cmdline, secret)
+		}
+	}
+	if !strings.Contains(p.Cmdline, "--sasl.password=******") || !strings.Contains(p.Cmdline, "sleep 30; exit 0") {
+		t.Errorf("cmdline %q, want the arguments kept with the secret masked", p.Cmdline)
 	}
 }

@@ -69,6 +69,14 @@ type Scanner struct {
 	// RefreshEvery is how long a scan gated by Changes may serve the last
 	// dump; 0 means DefaultRefreshEvery.
 	RefreshEvery time.Duration
+	// Transitions, when set, drains the kernel's records of sockets
+	// entering CLOSE_WAIT and being reset out of it (kdiag watch --events):
+	// a CLOSE_WAIT that began during the watch then has its exact age, and
+	// a held CLOSE socket the time since its reset (see applyTransitions).
+	Transitions TransitionSource
+
+	// trans is what Transitions told, for the scans to come.
+	trans transitionLog
 
 	// dumps counts the full scans, for Snapshot.Dump.
 	dumps uint64
@@ -84,6 +92,12 @@ type Scanner struct {
 	scratch []Socket
 	// seen is the dedup buffer of the host's dump, kept with scratch.
 	seen []uint64
+
+	// endpoints remembers, in a repeated scan of a query with CLOSE, the
+	// addresses of the CLOSE_WAIT sockets it saw, by inode: a socket the
+	// kernel later resets keeps its inode, so the held CLOSE fd it becomes
+	// is still known to point at its broker.
+	endpoints map[uint64]endpoint
 
 	attr *Attributor
 	// lastStats sums the attribution stats of the last Scan.
@@ -133,54 +147,33 @@ type nsGroup struct {
 // what it sees (a process that exited, fds it may not read, a namespace it
 // cannot enter) are Snapshot.Notes; it returns an error only when it cannot
 // read the host's sockets or list its processes at all.
+//
+// It is a sequence of stages, each a method below, in this order.
 func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
-	if runtime.GOOS != "linux" && s.ProcRoot == "/proc" {
-		return nil, fmt.Errorf("reading sockets needs Linux (/proc and NETLINK_SOCK_DIAG), and this is %s: run kdiag scan and watch on the Linux host", runtime.GOOS)
+	source, err := s.prepare()
+	if err != nil {
+		return nil, err
 	}
-	if s.attr == nil || s.attr.ProcRoot != s.ProcRoot {
-		s.attr = NewAttributor(s.ProcRoot)
-	}
-	s.attr.NoCache = s.NoCache
-	source := cmp.Or(s.Source, SourceAuto)
-	if !slices.Contains(SourceNames, source) {
-		return nil, fmt.Errorf("unknown socket source %q (want one of %s)", source, strings.Join(SourceNames, ", "))
-	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	var n notes
-	snap := &Snapshot{Time: now(), Sockets: []Socket{}, Processes: []Process{}}
+	snap := &Snapshot{Time: s.now(), Sockets: []Socket{}, Processes: []Process{}}
 	changes, gated := s.changes(q)
 	if gated && s.gate.fresh(q, changes, snap.Time, cmp.Or(s.RefreshEvery, DefaultRefreshEvery)) {
 		return s.gate.carry(snap.Time), nil
 	}
-
-	all, err := listPIDs(s.ProcRoot)
+	var n notes
+	sel, err := s.selectProcesses(q, &n)
 	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
+		return nil, err
 	}
-	alive := make(map[int]bool, len(all))
-	for _, p := range all {
-		alive[p] = true
-	}
-	s.attr.Prune(func(pid int) bool { return alive[pid] })
-
-	cand, restricted := s.candidates(q, all, alive, &n)
-	groups := s.group(cand, restricted, &n)
-
-	// What to ask tcp_info for: a single scan, every state; a repeated one,
-	// CLOSE_WAIT every InfoEvery and nothing in between.
 	states := q.states()
-	info, infoScan := states, true
-	if !s.NoCache {
-		infoScan = s.ages.due(snap.Time, cmp.Or(s.InfoEvery, DefaultInfoEvery))
-		info = s.infoRequest(states, infoScan)
+	info, infoScan := s.ageRequest(states, snap.Time)
+	// Held CLOSE sockets are the TCP fds no dump lists: telling them needs
+	// every table state dumped (and the full fd walk, heldClosed). Other
+	// queries pay for neither.
+	dumpStates, wantClose := states, states.Has(Close)
+	if wantClose {
+		dumpStates |= tableStates
 	}
-
-	var stats []AttributeStats
-	sources := map[string]bool{}
-	dumps := s.dumpAll(ctx, groups, source, states, info)
+	dumps := s.dumpAll(ctx, sel.groups, source, dumpStates, info)
 	defer func() {
 		for _, d := range dumps {
 			if d.spill != nil {
@@ -188,17 +181,119 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 			}
 		}
 	}()
-	// The namespaces' sockets go into one slice. A one-shot scan's dumps
-	// are still in their spill chunks: each is joined into the slice,
-	// sized for all of them, then deduplicated and filtered there, so no
-	// socket is held twice (two namespaces of 10,000 CLOSE_WAIT each held
-	// every socket twice, in its namespace's slice and in the joined one).
-	// Other dumps are copied in only when there are several.
+	var tables *tableIndex
+	if wantClose {
+		tables = &tableIndex{}
+	}
+	// A one-shot scan with CLOSE has its attribution walk read every fd
+	// and keep the sockets it was not asked for: heldClosed needs no walk
+	// of its own for the processes read whole. (A repeated scan's
+	// attribution mostly verifies its cache and walks little.)
+	s.attr.CollectOthers = wantClose && s.NoCache
+	s.attr.ResetOthers()
+	stats, err := s.collect(ctx, snap, dumps, q, infoScan, tables, &n)
+	if err != nil {
+		return nil, err
+	}
+	if wantClose {
+		s.heldClosed(ctx, snap, sel, q, tables)
+	}
+	s.recordAges(snap, infoScan)
+	s.applyTransitions(snap, &n)
+	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
+	s.restrict(snap, sel)
+	slices.SortFunc(snap.Sockets, compareSockets)
+	s.sumStats(stats)
+	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, &n)
+	snap.Notes = n.list
+	s.dumps++
+	snap.Dump = s.dumps
+	if gated {
+		s.gate = scanGate{last: snap, dumped: snap.Time, q: q, changes: changes}
+	}
+	return snap, nil
+}
+
+// prepare checks the platform and the source, and readies the Attributor
+// for ProcRoot; it returns the source to read.
+func (s *Scanner) prepare() (string, error) {
+	if runtime.GOOS != "linux" && s.ProcRoot == "/proc" {
+		return "", fmt.Errorf("reading sockets needs Linux (/proc and NETLINK_SOCK_DIAG), and this is %s: run kdiag scan and watch on the Linux host", runtime.GOOS)
+	}
+	if s.attr == nil || s.attr.ProcRoot != s.ProcRoot {
+		s.attr = NewAttributor(s.ProcRoot)
+	}
+	s.attr.NoCache = s.NoCache
+	source := cmp.Or(s.Source, SourceAuto)
+	if !slices.Contains(SourceNames, source) {
+		return "", fmt.Errorf("unknown socket source %q (want one of %s)", source, strings.Join(SourceNames, ", "))
+	}
+	return source, nil
+}
+
+// now is the Scanner's clock.
+func (s *Scanner) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// selection is the processes a scan reads: the candidates the query
+// allows (restricted when --pid or --process chose them) grouped by network
+// namespace.
+type selection struct {
+	cand       []int
+	restricted bool
+	groups     []nsGroup
+}
+
+// selectProcesses lists the processes, forgets the cached holders of those
+// gone, and picks and groups the candidates.
+func (s *Scanner) selectProcesses(q Query, n *notes) (selection, error) {
+	all, err := listPIDs(s.ProcRoot)
+	if err != nil {
+		return selection{}, fmt.Errorf("list processes: %w", err)
+	}
+	alive := make(map[int]bool, len(all))
+	for _, p := range all {
+		alive[p] = true
+	}
+	s.attr.Prune(func(pid int) bool { return alive[pid] })
+	var sel selection
+	sel.cand, sel.restricted = s.candidates(q, all, alive, n)
+	sel.groups = s.group(sel.cand, sel.restricted, n)
+	return sel, nil
+}
+
+// ageRequest returns what to ask tcp_info for: a single scan, every state;
+// a repeated one, CLOSE_WAIT every InfoEvery and nothing in between
+// (infoScan false: the ages are carried forward).
+func (s *Scanner) ageRequest(states StateSet, now time.Time) (info StateSet, infoScan bool) {
+	if s.NoCache {
+		return states, true
+	}
+	infoScan = s.ages.due(now, cmp.Or(s.InfoEvery, DefaultInfoEvery))
+	return s.infoRequest(states, infoScan), infoScan
+}
+
+// collect puts the namespaces' sockets into snap.Sockets, keeps those q
+// matches, carries ages forward between tcp_info scans and attributes each
+// namespace's sockets to its processes. A one-shot scan's dumps are still
+// in their spill chunks: each is joined into the slice, sized for all of
+// them, then deduplicated and filtered there, so no socket is held twice
+// (two namespaces of 10,000 CLOSE_WAIT each held every socket twice, in its
+// namespace's slice and in the joined one). Other dumps are copied in only
+// when there are several. It fails only when the host's dump failed.
+//
+// With tables, it also notes every dumped socket there before the filter:
+// what heldClosed needs to know which fds are in a kernel table.
+func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q Query, infoScan bool, tables *tableIndex, n *notes) ([]AttributeStats, error) {
 	total, full := 0, 0 // sockets dumped (a bound on those kept); dumps with any
 	spilled := false
 	for _, d := range dumps {
-		if n := len(d.socks) + d.spill.len(); n > 0 {
-			total += n
+		if k := len(d.socks) + d.spill.len(); k > 0 {
+			total += k
 			full++
 		}
 		spilled = spilled || d.spill != nil
@@ -207,6 +302,8 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if join {
 		snap.Sockets = make([]Socket, 0, total)
 	}
+	var stats []AttributeStats
+	sources := map[string]bool{}
 	for _, d := range dumps {
 		g := d.group
 		n.merge(&d.notes)
@@ -231,6 +328,9 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 			snap.Sockets = append(snap.Sockets, d.socks...)
 			socks = snap.Sockets[start:]
 		}
+		if tables != nil {
+			tables.add(socks, !s.NoCache)
+		}
 		kept := socks[:0]
 		for i := range socks {
 			if q.matchSocket(&socks[i]) {
@@ -249,32 +349,49 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 			snap.Sockets = kept // the only namespace with sockets: no copy
 		}
 	}
-	if !s.NoCache {
-		s.others = 0
-		for i := range snap.Sockets {
-			x := &snap.Sockets[i]
-			if !ageStates.Has(x.State) {
-				s.others++
-				x.Age, x.HasAge = 0, false // asked with CLOSE_WAIT's (infoRequest): not reported
-			}
-		}
-		if infoScan {
-			s.ages.record(snap.Sockets, snap.Time, ageStates)
-		}
-	}
 	snap.Source = SourceNetlink
 	if sources[SourceProc] && !sources[SourceNetlink] {
 		snap.Source = SourceProc
 	}
+	return stats, nil
+}
 
-	if restricted {
-		keep := make(map[int]bool, len(cand))
-		for _, p := range cand {
-			keep[p] = true
-		}
-		snap.Sockets = slices.DeleteFunc(snap.Sockets, func(x Socket) bool { return !keep[x.PID] })
+// recordAges keeps, in a repeated scan, the CLOSE_WAIT ages of a tcp_info
+// scan for the scans in between, and drops the ages of other states (asked
+// with CLOSE_WAIT's by infoRequest, but not reported by a repeated scan).
+func (s *Scanner) recordAges(snap *Snapshot, infoScan bool) {
+	if s.NoCache {
+		return
 	}
-	slices.SortFunc(snap.Sockets, compareSockets)
+	s.others = 0
+	for i := range snap.Sockets {
+		x := &snap.Sockets[i]
+		if !ageStates.Has(x.State) {
+			s.others++
+			x.Age, x.HasAge = 0, false
+		}
+	}
+	if infoScan {
+		s.ages.record(snap.Sockets, snap.Time, ageStates)
+	}
+}
+
+// restrict keeps, with --pid or --process, only the selected processes'
+// sockets.
+func (s *Scanner) restrict(snap *Snapshot, sel selection) {
+	if !sel.restricted {
+		return
+	}
+	keep := make(map[int]bool, len(sel.cand))
+	for _, p := range sel.cand {
+		keep[p] = true
+	}
+	snap.Sockets = slices.DeleteFunc(snap.Sockets, func(x Socket) bool { return !keep[x.PID] })
+}
+
+// sumStats keeps the attribution stats of the scan in lastStats (tests and
+// benchmarks read them).
+func (s *Scanner) sumStats(stats []AttributeStats) {
 	s.lastStats = AttributeStats{}
 	for _, st := range stats {
 		s.lastStats.Wanted += st.Wanted
@@ -286,15 +403,6 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		s.lastStats.Denied = append(s.lastStats.Denied, st.Denied...)
 		s.lastStats.Failed = append(s.lastStats.Failed, st.Failed...)
 	}
-	s.attributionNotes(snap.Sockets, stats, &n)
-	snap.Processes = s.processes(ctx, snap.Sockets, groups, q, &n)
-	snap.Notes = n.list
-	s.dumps++
-	snap.Dump = s.dumps
-	if gated {
-		s.gate = scanGate{last: snap, dumped: snap.Time, q: q, changes: changes}
-	}
-	return snap, nil
 }
 
 // splitAbove is the number of sockets of other states above which a
@@ -371,8 +479,8 @@ func (s *Scanner) group(pids []int, restricted bool, n *notes) []nsGroup {
 			// GroupByNetNS advises running as root; kdiag is root
 			// already, and what refuses it (a ptrace restriction, another
 			// user namespace) is not kdiag's to fix.
-			x = fmt.Sprintf("the network namespace of %s could not be read even as root (permission denied); they were looked for in kdiag's own",
-				cmdPlural(len(byNS[0]), "process", "processes"))
+			x = fmt.Sprintf("the network namespace of %s could not be read even as root (permission denied: ptrace restrictions or another user namespace); %s looked for in kdiag's own",
+				pidList(byNS[0], s.comm), pronoun(len(byNS[0]), "its sockets were", "their sockets were"))
 		}
 		n.add("%s", x)
 	}
@@ -528,41 +636,13 @@ func (s *Scanner) dumpOptions(pid int, states, info StateSet) dumpOptions {
 // non-root scan reads that namespace's /proc/<pid>/net/tcp instead.
 var errNotRoot = errors.New("not root")
 
-// attributionNotes turns what attribution met into notes, once each.
-func (s *Scanner) attributionNotes(socks []Socket, stats []AttributeStats, n *notes) {
-	var exited, denied []int
-	for _, st := range stats {
-		exited = append(exited, st.Exited...)
-		denied = append(denied, st.Denied...)
-		for _, f := range st.Failed {
-			n.add("reading fds: %s", f)
-		}
-	}
-	unattributed := 0
-	for i := range socks {
-		if socks[i].Inode != 0 && socks[i].PID == 0 {
-			unattributed++
-		}
-	}
-	switch {
-	case len(denied) == 0 || unattributed == 0:
-	case s.euid == 0:
-		// Root and still refused: a ptrace restriction (Yama, an LSM) or a
-		// process of another user namespace; nothing kdiag can fix.
-		n.add("%s unattributed: the fds of %s could not be read even as root (permission denied: ptrace restrictions or another user namespace)",
-			cmdPlural(unattributed, "socket", "sockets"), cmdPlural(len(denied), "process", "processes"))
-	default:
-		n.add("%s unattributed: the fds of %s could not be read (permission denied); run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them",
-			cmdPlural(unattributed, "socket", "sockets"), cmdPlural(len(denied), "process", "processes"))
-	}
-	if len(exited) > 0 {
-		n.add("%s exited during the scan", cmdPlural(len(exited), "process", "processes"))
-	}
-}
-
 // processes reads the metadata of every process holding a reported socket,
 // counts its sockets by state and says whether it is a Kafka client.
-func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGroup, q Query, n *notes) []Process {
+//
+// A process that exits before its details are read no longer holds its
+// sockets (its fds closed with it): they are left unattributed, or dropped
+// when the query selects processes, and a note names it.
+func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGroup, q Query, restricted bool, n *notes) ([]Process, []Socket) {
 	// Counts per pid, in one pass: the sockets themselves are not copied.
 	type tally struct {
 		states  [maxState]int
@@ -631,16 +711,33 @@ func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGrou
 	}
 	close(work)
 	wg.Wait()
-	exited := 0
-	for _, f := range failed {
+	var exited []int
+	gone := map[int]bool{}
+	for i, f := range failed {
 		if f {
-			exited++
+			exited = append(exited, pids[i])
+			gone[pids[i]] = true
 		}
 	}
-	if exited > 0 {
-		n.add("%s exited before their details were read", cmdPlural(exited, "process", "processes"))
+	if len(exited) == 0 {
+		return out, socks
 	}
-	return out
+	out = slices.DeleteFunc(out, func(p Process) bool { return gone[p.PID] })
+	left := 0
+	for i := range socks {
+		if gone[socks[i].PID] {
+			socks[i].PID, socks[i].FD = 0, -1
+			left++
+		}
+	}
+	what := "left unattributed"
+	if restricted {
+		socks = slices.DeleteFunc(socks, func(x Socket) bool { return x.PID == 0 })
+		what = "left out"
+	}
+	n.add("%s exited before %s details were read; %s %s", pidList(exited, nil), pronoun(len(exited), "its", "their"),
+		cmdPlural(left, "socket is", "sockets are"), what)
+	return out, socks
 }
 
 // compareSockets orders sockets by state, then local and remote address.

@@ -181,7 +181,15 @@ type Socket struct {
 	// HasAge says whether Age is known (see Age). It sits here, next to
 	// the other one-byte fields, for the padding: 128 bytes a socket
 	// instead of 136. (It is not in the JSON, so no JSON field moves.)
-	HasAge bool           `json:"-"`
+	HasAge bool `json:"-"`
+	// IdleMS is, for a CLOSE_WAIT socket whose FIN time is exact (AgeAt
+	// span 0), how long the connection had carried no data when the peer's
+	// FIN came, in milliseconds: tcp_info's time since the last data sent
+	// or received, less the age. For a Kafka client that is how long the
+	// broker let the connection idle before it closed it: its
+	// connections.max.idle.ms. 0 when unknown. It sits in the padding
+	// before Local.
+	IdleMS uint32         `json:"idle_ms,omitempty"`
 	Local  netip.AddrPort `json:"local"`
 	Remote netip.AddrPort `json:"remote"`
 	// RecvQ and SendQ are idiag_rqueue and idiag_wqueue: for a connected
@@ -193,15 +201,33 @@ type Socket struct {
 	// ("socket:[12345]"). 0 for sockets no longer owned by a file (TIME_WAIT).
 	Inode uint64 `json:"inode"`
 	UID   uint32 `json:"uid"`
-	// Age is, when HasAge is true, tcp_info's time since data or an ACK was
-	// last received (min of tcpi_last_data_recv and tcpi_last_ack_recv). For a
-	// CLOSE_WAIT socket nothing arrives after the peer's FIN, so it is how long
-	// ago the FIN came: the socket's age in CLOSE_WAIT. /proc/net/tcp has no
-	// such field, so sockets from the fallback have HasAge false. A repeated
-	// scan (Scanner without NoCache) asks tcp_info only every
-	// Scanner.InfoEvery and only for CLOSE_WAIT: in between, a CLOSE_WAIT
-	// socket's Age is carried forward from the last such scan, and other
-	// states have HasAge false.
+	// AgeSpan, when HasAge, says how exact Age is: 0, exact; else the age
+	// lies between Age and Age+AgeSpan, in milliseconds (see Age). It sits
+	// in UID's padding: the Socket stays 128 bytes.
+	AgeSpan uint32 `json:"-"`
+	// Age is, when HasAge is true, how long ago the socket last received,
+	// from tcp_info. For a CLOSE_WAIT socket it is how long ago the peer's
+	// FIN came, as exactly as the kernel tells: the FIN updates
+	// tcpi_last_ack_recv (it carries an ACK) but not tcpi_last_data_recv,
+	// and any ACK after it (a keepalive probe's answer, or one for data
+	// sent after the FIN) updates the first again. So Age is
+	// tcpi_last_ack_recv, exact (AgeSpan 0) when no ACK can have come
+	// after the FIN: nothing was sent since the peer's last data, and
+	// either no keepalive timer is armed (idiag_timer 0) or the last data
+	// came less than a keepalive period ago (tcpi_last_data_recv below
+	// tcpi_last_ack_recv + idiag_expires, which is at most the period: the
+	// first probe goes a period after the last thing received). Otherwise
+	// the FIN came between Age and tcpi_last_data_recv ago (AgeSpan is the
+	// difference): no later than the last ACK, no earlier than the last
+	// data. Other states' Age is the time since anything was received, and
+	// AgeSpan 0. /proc/net/tcp has no such field, so sockets from the
+	// fallback have HasAge false. A repeated scan (Scanner without NoCache)
+	// asks tcp_info only every Scanner.InfoEvery and only for CLOSE_WAIT: in
+	// between, a CLOSE_WAIT socket's Age is carried forward from the last
+	// such scan (and narrowed by each), and other states have HasAge false.
+	// With Scanner.Transitions (watch --events) a CLOSE_WAIT that began
+	// during the watch has its exact age from the kernel's record of it,
+	// and a held CLOSE socket (state Close) the time since its reset.
 	Age time.Duration `json:"-"`
 	// NetNS is the inode of the network namespace the socket lives in
 	// (/proc/<pid>/ns/net), 0 when unknown.
@@ -212,20 +238,33 @@ type Socket struct {
 	FD  int `json:"fd"`
 }
 
-// socketJSON adds age_ms, present only when the age is known.
+// socketJSON adds age_ms, present only when the age is known exactly, and
+// age_min_ms and age_max_ms, present only when it is known between them.
 type socketJSON struct {
 	socketAlias
-	AgeMS *int64 `json:"age_ms"`
+	AgeMS    *int64 `json:"age_ms"`
+	AgeMinMS *int64 `json:"age_min_ms,omitempty"`
+	AgeMaxMS *int64 `json:"age_max_ms,omitempty"`
 }
+
+// AgeMax is the most the socket's age can be: Age plus AgeSpan.
+func (s *Socket) AgeMax() time.Duration { return s.Age + time.Duration(s.AgeSpan)*time.Millisecond }
+
+// AgeExact reports whether the age is known and exact.
+func (s *Socket) AgeExact() bool { return s.HasAge && s.AgeSpan == 0 }
 
 type socketAlias Socket
 
 // MarshalJSON writes the socket with age_ms (null when unknown).
 func (s Socket) MarshalJSON() ([]byte, error) {
 	j := socketJSON{socketAlias: socketAlias(s)}
-	if s.HasAge {
+	switch {
+	case s.AgeExact():
 		ms := s.Age.Milliseconds()
 		j.AgeMS = &ms
+	case s.HasAge:
+		lo, hi := s.Age.Milliseconds(), s.AgeMax().Milliseconds()
+		j.AgeMinMS, j.AgeMaxMS = &lo, &hi
 	}
 	return json.Marshal(j)
 }
@@ -237,8 +276,12 @@ func (s *Socket) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Socket(j.socketAlias)
-	if j.AgeMS != nil {
+	switch {
+	case j.AgeMS != nil:
 		s.Age, s.HasAge = time.Duration(*j.AgeMS)*time.Millisecond, true
+	case j.AgeMinMS != nil && j.AgeMaxMS != nil && *j.AgeMaxMS >= *j.AgeMinMS:
+		s.Age, s.HasAge = time.Duration(*j.AgeMinMS)*time.Millisecond, true
+		s.AgeSpan = uint32(min(*j.AgeMaxMS-*j.AgeMinMS, 1<<32-1))
 	}
 	return nil
 }
@@ -267,6 +310,21 @@ type Process struct {
 	States map[string]int `json:"states"`
 }
 
+// Unseen is what a scan could not see: the sockets it could not attribute
+// to a process while some process's fds could not be read, or no process it
+// could read held them.
+type Unseen struct {
+	// Sockets counts the unattributed sockets (inode not 0, so held by some
+	// file) by state name. With --pid or --process they are counted before
+	// the filter: any of them may be the selected processes'.
+	Sockets map[string]int `json:"sockets"`
+	// Reason says why, in words: "the fds of 3 processes could not be read
+	// (permission denied; ...)".
+	Reason string `json:"reason"`
+	// PIDs are the processes whose fds could not be read, at most 20.
+	PIDs []int `json:"pids,omitempty"`
+}
+
 // Snapshot is one scan: every socket that matched the query, the processes
 // holding them, and the notes about what could not be seen. It is the unit of
 // `kdiag watch --record` (one JSON line each) and of the analyzer.
@@ -279,6 +337,11 @@ type Snapshot struct {
 	// process that exited, fds that could not be read, a namespace that could
 	// not be entered. Each is said once per scan.
 	Notes []string `json:"notes,omitempty"`
+	// Unseen, when set, says that some sockets of the query's states could
+	// not be attributed because kdiag could not read the processes that may
+	// hold them, and why. A check or a verdict that finds nothing wrong
+	// could be wrong by that many sockets.
+	Unseen *Unseen `json:"unseen,omitempty"`
 	// Unchanged is true when the kernel reported no state change of a
 	// socket of the query's states since the last dump (Scanner.Changes),
 	// so the scan served that dump's sockets again, ages advanced, rather

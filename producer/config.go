@@ -93,8 +93,20 @@ type Config struct {
 	// reconnect.backoff.max.ms.
 	ReconnectBackoff    time.Duration
 	ReconnectBackoffMax time.Duration
-	// SocketConnectionSetupTimeout is socket.connection.setup.timeout.ms.
+	// SocketConnectionSetupTimeout is socket.connection.setup.timeout.ms:
+	// how long a connection attempt may take before it is closed, the first
+	// value of an exponential backoff (x2 per attempt in a row that failed
+	// while connecting, 20% jitter) up to SocketConnectionSetupTimeoutMax,
+	// as ClusterConnectionStates does. Like Java it may be 0 or negative
+	// (neither key has a validator): every attempt's timeout is then 0 or
+	// less, and an attempt still connecting when the network goroutine next
+	// wakes is dropped (NetworkClient.handleTimedOutConnections).
 	SocketConnectionSetupTimeout time.Duration
+	// SocketConnectionSetupTimeoutMax is
+	// socket.connection.setup.timeout.max.ms; below
+	// SocketConnectionSetupTimeout it is the constant timeout (Java's
+	// ExponentialBackoff takes the smaller as its start).
+	SocketConnectionSetupTimeoutMax time.Duration
 	// CompressionType is compression.type: none, gzip, snappy, lz4 or zstd.
 	CompressionType string
 	// EnableIdempotence is enable.idempotence as written. Idempotence is not
@@ -116,26 +128,27 @@ type Config struct {
 // DefaultConfig returns the defaults (no bootstrap servers).
 func DefaultConfig() Config {
 	return Config{
-		Acks:                         -1,
-		Linger:                       5 * time.Millisecond,
-		BatchSize:                    16384,
-		BufferMemory:                 33554432,
-		MaxBlock:                     60 * time.Second,
-		MaxRequestSize:               1048576,
-		RequestTimeout:               30 * time.Second,
-		DeliveryTimeout:              120 * time.Second,
-		Retries:                      math.MaxInt32,
-		RetryBackoff:                 100 * time.Millisecond,
-		RetryBackoffMax:              time.Second,
-		MaxInFlight:                  5,
-		MetadataMaxAge:               300 * time.Second,
-		ConnectionsMaxIdle:           540 * time.Second,
-		ReconnectBackoff:             50 * time.Millisecond,
-		ReconnectBackoffMax:          time.Second,
-		SocketConnectionSetupTimeout: 10 * time.Second,
-		CompressionType:              "none",
-		AllowAutoTopicCreation:       true,
-		Reader:                       ReaderPoll,
+		Acks:                            -1,
+		Linger:                          5 * time.Millisecond,
+		BatchSize:                       16384,
+		BufferMemory:                    33554432,
+		MaxBlock:                        60 * time.Second,
+		MaxRequestSize:                  1048576,
+		RequestTimeout:                  30 * time.Second,
+		DeliveryTimeout:                 120 * time.Second,
+		Retries:                         math.MaxInt32,
+		RetryBackoff:                    100 * time.Millisecond,
+		RetryBackoffMax:                 time.Second,
+		MaxInFlight:                     5,
+		MetadataMaxAge:                  300 * time.Second,
+		ConnectionsMaxIdle:              540 * time.Second,
+		ReconnectBackoff:                50 * time.Millisecond,
+		ReconnectBackoffMax:             time.Second,
+		SocketConnectionSetupTimeout:    10 * time.Second,
+		SocketConnectionSetupTimeoutMax: 30 * time.Second,
+		CompressionType:                 "none",
+		AllowAutoTopicCreation:          true,
+		Reader:                          ReaderPoll,
 	}
 }
 
@@ -318,9 +331,11 @@ func (c *Config) set(key, raw string) error {
 	case "reconnect.backoff.max.ms":
 		c.ReconnectBackoffMax, err = millis(key, raw, v)
 	case "socket.connection.setup.timeout.ms":
-		// Java has no validator here, but a negative setup timeout
-		// would expire every connection attempt at once.
-		c.SocketConnectionSetupTimeout, err = nonNegativeMillis(key, raw, v)
+		// Java has no validator here, and neither do we: a negative value
+		// is a timeout of 0 or less for every attempt (see the field).
+		c.SocketConnectionSetupTimeout, err = millis(key, raw, v)
+	case "socket.connection.setup.timeout.max.ms":
+		c.SocketConnectionSetupTimeoutMax, err = millis(key, raw, v)
 	case "compression.type":
 		if _, err := compressor(v); err != nil {
 			return err

@@ -31,7 +31,7 @@ func TestParseConfig(t *testing.T) {
 				"request.timeout.ms": "1000", "delivery.timeout.ms": "5000", "retries": "3", "retry.backoff.ms": "10",
 				"retry.backoff.max.ms": "20", "max.in.flight.requests.per.connection": "1", "metadata.max.age.ms": "60000",
 				"connections.max.idle.ms": "-1", "reconnect.backoff.ms": "5", "reconnect.backoff.max.ms": "50",
-				"socket.connection.setup.timeout.ms": "300", "compression.type": "gzip", "enable.idempotence": "TRUE",
+				"socket.connection.setup.timeout.ms": "300", "socket.connection.setup.timeout.max.ms": "900", "compression.type": "gzip", "enable.idempotence": "TRUE",
 				"allow.auto.create.topics": "false", "security.protocol": "plaintext",
 				"kdiag.reader": "on-demand", "kdiag.callback.delay.ms": "250",
 			},
@@ -42,6 +42,7 @@ func TestParseConfig(t *testing.T) {
 				c.Retries, c.RetryBackoff, c.RetryBackoffMax, c.MaxInFlight = 3, 10*time.Millisecond, 20*time.Millisecond, 1
 				c.MetadataMaxAge, c.ConnectionsMaxIdle = time.Minute, -time.Millisecond
 				c.ReconnectBackoff, c.ReconnectBackoffMax, c.SocketConnectionSetupTimeout = 5*time.Millisecond, 50*time.Millisecond, 300*time.Millisecond
+				c.SocketConnectionSetupTimeoutMax = 900 * time.Millisecond
 				c.CompressionType, c.EnableIdempotence, c.AllowAutoTopicCreation = "gzip", true, false
 				c.Reader, c.CallbackDelay = ReaderOnDemand, 250*time.Millisecond
 			},
@@ -78,7 +79,15 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad compression", props: map[string]string{"compression.type": "brotli"}, wantErr: `compression.type: "brotli" is not one of none, gzip, snappy, lz4, zstd`},
 		{name: "int too big", props: map[string]string{"batch.size": "3000000000"}, wantErr: `batch.size: "3000000000" does not fit a 32-bit integer`},
 		{name: "long buffer.memory", props: map[string]string{"buffer.memory": "3000000000"}, want: func(c *Config) { c.BufferMemory = 3000000000 }},
-		{name: "negative setup timeout", props: map[string]string{"socket.connection.setup.timeout.ms": "-1"}, wantErr: `socket.connection.setup.timeout.ms: -1 is out of range: kdiag's producer requires at least 0`},
+		{
+			// Java defines both with no validator (ProducerConfig,
+			// CommonClientConfigs): a negative value is taken as it is.
+			name:  "negative setup timeout, as Java takes it",
+			props: map[string]string{"socket.connection.setup.timeout.ms": "-1", "socket.connection.setup.timeout.max.ms": "-5"},
+			want: func(c *Config) {
+				c.SocketConnectionSetupTimeout, c.SocketConnectionSetupTimeoutMax = -time.Millisecond, -5*time.Millisecond
+			},
+		},
 		{name: "bad callback delay", props: map[string]string{"kdiag.callback.delay.ms": "1s"}, wantErr: `kdiag.callback.delay.ms: "1s" is not a number of milliseconds`},
 		{name: "bad auto create", props: map[string]string{"allow.auto.create.topics": "no"}, wantErr: `allow.auto.create.topics: "no" is not true or false`},
 		{name: "unknown protocol", props: map[string]string{"security.protocol": "TLS"}, wantErr: `security.protocol: "TLS" is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL`},

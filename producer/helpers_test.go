@@ -62,93 +62,67 @@ func (l *logCapture) dump(t *testing.T) {
 	}
 }
 
-// idleListener closes accepted connections idle for idle, as a broker's
-// connections.max.idle.ms does (kfake has none of its own).
-type idleListener struct {
+// brokerConns tracks the connections a test cluster accepted, so that the
+// test can close them as a broker's connections.max.idle.ms reaper would,
+// at a moment it chooses (idleClose) rather than on a timer that would race
+// the producer.
+type brokerConns struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+type trackingListener struct {
 	net.Listener
-	idle time.Duration
+	b *brokerConns
 }
 
-func (l *idleListener) Accept() (net.Conn, error) {
+func (l *trackingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		l.b.mu.Lock()
+		l.b.conns = append(l.b.conns, c)
+		l.b.mu.Unlock()
 	}
-	ic := &idleConn{Conn: c, done: make(chan struct{})}
-	ic.touch()
-	go ic.watch(l.idle)
-	return ic, nil
+	return c, err
 }
 
-type idleConn struct {
-	net.Conn
-	mu   sync.Mutex
-	last time.Time
-	once sync.Once
-	done chan struct{}
-}
-
-func (c *idleConn) touch() {
-	c.mu.Lock()
-	c.last = time.Now()
-	c.mu.Unlock()
-}
-
-func (c *idleConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if n > 0 {
-		c.touch()
-	}
-	if err != nil {
+// idleClose closes every connection accepted so far, as the broker closes
+// idle ones: call it once none has a request pending, so that each close is
+// what an idle close is (a FIN the producer does not expect). It returns
+// how many it closed.
+func (b *brokerConns) idleClose() int {
+	b.mu.Lock()
+	all := b.conns
+	b.conns = nil
+	b.mu.Unlock()
+	for _, c := range all {
 		c.Close()
 	}
-	return n, err
+	return len(all)
 }
 
-func (c *idleConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	c.touch()
-	return n, err
-}
-
-func (c *idleConn) Close() error {
-	c.once.Do(func() { close(c.done) })
-	return c.Conn.Close()
-}
-
-func (c *idleConn) watch(idle time.Duration) {
-	t := time.NewTicker(idle / 6)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.done:
-			return
-		case <-t.C:
-			c.mu.Lock()
-			expired := time.Since(c.last) >= idle
-			c.mu.Unlock()
-			if expired {
-				c.Close()
-				return
-			}
-		}
-	}
-}
-
-// newCluster starts kfake on 127.0.0.1; brokerIdle > 0 makes it close idle
-// connections.
-func newCluster(t *testing.T, brokers int, brokerIdle time.Duration, opts ...kfake.Opt) *kfake.Cluster {
+// newCluster starts kfake on 127.0.0.1.
+func newCluster(t *testing.T, brokers int, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
+	c, _ := newClosingCluster(t, brokers, opts...)
+	return c
+}
+
+// newClosingCluster is newCluster with the connections it accepts, for the
+// test to close (brokerConns.idleClose).
+func newClosingCluster(t *testing.T, brokers int, opts ...kfake.Opt) (*kfake.Cluster, *brokerConns) {
+	t.Helper()
+	b := &brokerConns{}
 	listen := func(network, addr string) (net.Listener, error) {
 		host, port, _ := net.SplitHostPort(addr)
 		if host == "" {
 			host = "127.0.0.1"
 		}
 		ln, err := net.Listen("tcp4", net.JoinHostPort(host, port))
-		if err != nil || brokerIdle <= 0 {
-			return ln, err
+		if err != nil {
+			return nil, err
 		}
-		return &idleListener{Listener: ln, idle: brokerIdle}, nil
+		return &trackingListener{Listener: ln, b: b}, nil
 	}
 	all := append([]kfake.Opt{kfake.NumBrokers(brokers), kfake.ListenFn(listen)}, opts...)
 	c, err := kfake.NewCluster(all...)
@@ -156,7 +130,22 @@ func newCluster(t *testing.T, brokers int, brokerIdle time.Duration, opts ...kfa
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c
+	return c, b
+}
+
+// waitReady waits until the producer has recorded the API versions of every
+// node in ids: each of those connections has had its last response, and
+// nothing is pending on it until the next send or metadata refresh.
+func waitReady(t *testing.T, logs *logCapture, ids ...int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("API versions of nodes %v", ids), func() bool {
+		for _, id := range ids {
+			if logs.index(fmt.Sprintf("Recorded API versions for node %d:", id)) < 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // newProducer builds a producer for the cluster with props on top of a

@@ -22,7 +22,7 @@ func TestKcatReadsBack(t *testing.T) {
 	if err != nil {
 		t.Skip("kcat not installed (Debian package kcat)")
 	}
-	c := newCluster(t, 1, 0, kfake.SeedTopics(1, "kcat"))
+	c := newCluster(t, 1, kfake.SeedTopics(1, "kcat"))
 	p, _ := newProducer(t, c, nil)
 	type rec struct {
 		Key     string   `json:"key"`

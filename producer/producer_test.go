@@ -18,7 +18,7 @@ import (
 // every bootstrap server first (nodes -1..-3, each with ApiVersions), then
 // METADATA to one of them, then the brokers it learned (nodes 0..2).
 func TestLifecycleOrder(t *testing.T) {
-	c := newCluster(t, 3, 0, kfake.SeedTopics(3, "t"))
+	c := newCluster(t, 3, kfake.SeedTopics(3, "t"))
 	p, logs := newProducer(t, c, nil)
 	waitFor(t, "6 connections (3 bootstrap, 3 brokers)", func() bool { return p.Stats().ConnectionsOpened >= 6 })
 
@@ -65,7 +65,7 @@ func TestLifecycleOrder(t *testing.T) {
 // them back with a franz-go consumer: same bytes, same order per partition,
 // and keyed records on the partition the Java partitioner (murmur2) picks.
 func TestRecordsReadBack(t *testing.T) {
-	c := newCluster(t, 3, 0, kfake.SeedTopics(3, "readback"))
+	c := newCluster(t, 3, kfake.SeedTopics(3, "readback"))
 	p, _ := newProducer(t, c, map[string]string{"linger.ms": "5", "batch.size": "300"})
 
 	type rec struct {
@@ -154,7 +154,7 @@ func TestRecordsReadBack(t *testing.T) {
 // TestCloseLeavesNothing: after Close no goroutine of the producer runs and
 // none of its sockets is ESTABLISHED or CLOSE_WAIT.
 func TestCloseLeavesNothing(t *testing.T) {
-	c := newCluster(t, 3, 0, kfake.SeedTopics(1, "t"))
+	c := newCluster(t, 3, kfake.SeedTopics(1, "t"))
 	ignore := goleak.IgnoreCurrent()
 	cfg, err := ParseConfig(map[string]string{"bootstrap.servers": strings.Join(c.ListenAddrs(), ","), "linger.ms": "0"})
 	if err != nil {

@@ -31,7 +31,7 @@ func TestVersions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCluster(t, 1, 0, kfake.MaxVersions(tt.versions), kfake.SeedTopics(1, "v"))
+			c := newCluster(t, 1, kfake.MaxVersions(tt.versions), kfake.SeedTopics(1, "v"))
 			p, logs := newProducer(t, c, map[string]string{"compression.type": tt.compression})
 			for i := 0; i < 3; i++ {
 				if _, err := produceSync(t, p, Record{Topic: "v", Key: []byte("k"), Value: []byte(fmt.Sprintf("value %d %0100d", i, i))}); err != nil {
@@ -67,7 +67,7 @@ func TestVersions(t *testing.T) {
 
 // TestMetadataMaxAge: metadata is refreshed every metadata.max.age.ms.
 func TestMetadataMaxAge(t *testing.T) {
-	c := newCluster(t, 1, 0, kfake.SeedTopics(1, "t"))
+	c := newCluster(t, 1, kfake.SeedTopics(1, "t"))
 	p, _ := newProducer(t, c, map[string]string{"metadata.max.age.ms": "100"})
 	waitFor(t, "5 metadata requests", func() bool { return p.Stats().MetadataRequests >= 5 })
 }

@@ -10,6 +10,8 @@
 package record
 
 import (
+	"github.com/kdiag/kdiag/internal/redact"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -17,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/kdiag/kdiag/netstat"
 )
@@ -29,7 +33,9 @@ type Writer struct {
 
 // Open opens path for appending, creating it (mode 0644) if needed.
 func Open(path string) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// 0600 (less the umask): a recording holds every process's command
+	// line and endpoints. A file that exists keeps its mode.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
@@ -89,7 +95,12 @@ type Note struct {
 	Text string
 }
 
-func (n Note) String() string { return fmt.Sprintf("line %d: %s", n.Line, n.Text) }
+func (n Note) String() string {
+	if n.Line == 0 {
+		return n.Text // about the whole recording
+	}
+	return fmt.Sprintf("line %d: %s", n.Line, n.Text)
+}
 
 // ErrEmpty is returned by Read when the recording holds no snapshot.
 var ErrEmpty = errors.New("no snapshot in the recording")
@@ -118,6 +129,10 @@ func Read(r io.Reader) ([]netstat.Snapshot, []Note, error) {
 				case s.Time.IsZero():
 					notes = append(notes, Note{line, "snapshot without a time; skipped"})
 				default:
+					// Recordings written before kdiag masked command lines hold them in clear.
+					for i := range s.Processes {
+						s.Processes[i].Cmdline = redact.Line(s.Processes[i].Cmdline)
+					}
 					snaps = append(snaps, s)
 				}
 			}
@@ -141,7 +156,38 @@ func ReadFile(path string) ([]netstat.Snapshot, []Note, error) {
 	defer f.Close()
 	snaps, notes, err := Read(f)
 	if err == nil && len(snaps) == 0 {
-		err = fmt.Errorf("record: %s: %w", path, ErrEmpty)
+		// Say why, with the first lines' reasons: "no snapshot" alone
+		// leaves the user to guess (a file of another format, all cut).
+		var why []string
+		for i, n := range notes {
+			if i == 3 {
+				why = append(why, fmt.Sprintf("and %d more lines", len(notes)-i))
+				break
+			}
+			why = append(why, n.String())
+		}
+		if len(why) > 0 {
+			err = fmt.Errorf("record: %s: %w: %s", path, ErrEmpty, strings.Join(why, "; "))
+		} else {
+			err = fmt.Errorf("record: %s: %w (the file is empty)", path, ErrEmpty)
+		}
 	}
 	return snaps, notes, err
+}
+
+// SortByTime puts snaps in time order, those of equal time in file order,
+// and returns how many were out of order (a later snapshot before an
+// earlier one): a recording appended to by two watches at once, or pieced
+// together. The analyzer takes snapshots in time order only.
+func SortByTime(snaps []netstat.Snapshot) int {
+	late := 0
+	for i := 1; i < len(snaps); i++ {
+		if snaps[i].Time.Before(snaps[i-1].Time) {
+			late++
+		}
+	}
+	if late > 0 {
+		slices.SortStableFunc(snaps, func(a, b netstat.Snapshot) int { return a.Time.Compare(b.Time) })
+	}
+	return late
 }

@@ -116,3 +116,17 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestReadMasksOldCommandLines reads a recording whose command lines were
+// written in clear: the snapshots it returns, and so reports, mask them.
+func TestReadMasksOldCommandLines(t *testing.T) {
+	line := `{"time":"2026-12-02T10:00:00Z","source":"netlink","sockets":[],"processes":[{"pid":42,"name":"java","cmdline":"java -Dssl.truststore.password=Tru5t -jar app.jar --sasl.password Hunter2","states":{}}]}` + "\n"
+	snaps, _, err := Read(strings.NewReader(line))
+	if err != nil || len(snaps) != 1 {
+		t.Fatalf("Read = %d snapshots, %v; want 1", len(snaps), err)
+	}
+	got := snaps[0].Processes[0].Cmdline
+	if want := "java -Dssl.truststore.password=****** -jar app.jar --sasl.password ******"; got != want {
+		t.Errorf("cmdline = %q, want %q", got, want)
+	}
+}

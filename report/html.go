@@ -43,12 +43,14 @@ type page struct {
 	Rows     []row
 	Charts   []chart
 	Notes    []string
+	// Unseen is UnseenLine: shown above the findings.
+	Unseen string
 }
 
 func newPage(in Input) page {
 	a := in.Analysis
 	p := page{Origin: in.Origin, A: a, Duration: human.Age(a.End.Sub(a.Start)), Sources: strings.Join(a.Sources, ", "),
-		Counts: map[string]int{}, Rows: rows(a)}
+		Counts: map[string]int{}, Rows: rows(a), Unseen: UnseenLine(a)}
 	for _, ps := range a.Processes {
 		p.CWLast += ps.CloseWait.Last
 		p.EstLast += ps.Established.Last

@@ -26,6 +26,9 @@ func Markdown(w io.Writer, in Input) error {
 		len(a.Processes), p.CWLast, p.EstLast)
 	ew.printf("| Findings | %d critical, %d warning, %d info |\n\n", p.Counts["critical"], p.Counts["warning"], p.Counts["info"])
 
+	if u := UnseenLine(a); u != "" {
+		ew.printf("**%s**\n\n", mdEscape(u))
+	}
 	ew.printf("### Findings\n\n")
 	if len(a.Findings) == 0 {
 		ew.printf("No finding: %s\n\n", noFindingLine(a))

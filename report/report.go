@@ -37,11 +37,15 @@ var Formats = map[string]func(io.Writer, Input) error{
 // is read by a person, and the table lists the rest.
 const maxCharts = 8
 
-// Text writes the findings as plain text, what `kdiag watch` prints on exit.
+// Text writes the findings as plain text, what `kdiag watch` prints on exit
+// (its notes go to stderr: TextNotes).
 func Text(w io.Writer, a *analyzer.Analysis) error {
 	ew := &errWriter{w: w}
 	ew.printf("%s over %s (%s, %s to %s)\n", human.Plural(a.Samples, "sample"), human.Age(a.End.Sub(a.Start)),
 		strings.Join(a.Sources, "+"), a.Start.UTC().Format(time.RFC3339), a.End.UTC().Format(time.RFC3339))
+	if u := UnseenLine(a); u != "" {
+		ew.printf("%s\n", u)
+	}
 	if len(a.Findings) == 0 {
 		ew.printf("No finding: %s\n", noFindingLine(a))
 	}
@@ -57,10 +61,29 @@ func Text(w io.Writer, a *analyzer.Analysis) error {
 			}
 		}
 	}
+	return ew.err
+}
+
+// TextNotes writes the scans' notes, one line each with prefix, for
+// standard error: what limited the scans is not a finding.
+func TextNotes(w io.Writer, prefix string, a *analyzer.Analysis) error {
+	ew := &errWriter{w: w}
 	for _, n := range a.Notes {
-		ew.printf("note: %s (%s)\n", n.Text, human.Plural(n.Count, "scan"))
+		ew.printf("%snote: %s (%s)\n", prefix, n.Text, human.Plural(n.Count, "scan"))
 	}
 	return ew.err
+}
+
+// UnseenLine says, first in every report, that kdiag could not attribute
+// some CLOSE_WAIT sockets, so that no one reads "no finding" as all clear;
+// "" when it attributed every one.
+func UnseenLine(a *analyzer.Analysis) string {
+	u := a.Unseen
+	if u == nil {
+		return ""
+	}
+	return fmt.Sprintf("UNKNOWN: in %d of %s up to %s could not be attributed (%s); a leak in a process kdiag could not read would not show here.",
+		u.Samples, human.Plural(a.Samples, "sample"), human.Plural(u.MaxCloseWait, "CLOSE_WAIT socket"), u.Reason)
 }
 
 func noFindingLine(a *analyzer.Analysis) string {

@@ -2,12 +2,13 @@ package repro
 
 import (
 	"context"
-	"github.com/kdiag/kdiag/internal/testbin"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/internal/testbin"
 )
 
 // kdiagBin is a kdiag binary built once for the package's tests: the
@@ -30,6 +31,13 @@ const testIdle = 2 * time.Second
 // the child's sockets through netstat on its pid.
 func runScenario(t *testing.T, name string, d time.Duration) *Result {
 	t.Helper()
+	return runScenarioAt(t, name, d, "")
+}
+
+// runScenarioAt is runScenario against the cluster at bootstrap, unless
+// it is "".
+func runScenarioAt(t *testing.T, name string, d time.Duration, bootstrap string) *Result {
+	t.Helper()
 	sc, ok := Lookup(name)
 	if !ok {
 		t.Fatalf("no scenario %q", name)
@@ -38,6 +46,7 @@ func runScenario(t *testing.T, name string, d time.Duration) *Result {
 	defer cancel()
 	res, err := Run(ctx, sc, Options{
 		Executable:     kdiagBin,
+		Bootstrap:      bootstrap,
 		BrokerIdle:     testIdle,
 		Duration:       d,
 		SampleInterval: 150 * time.Millisecond,
@@ -50,22 +59,52 @@ func runScenario(t *testing.T, name string, d time.Duration) *Result {
 		name, res.CloseWaitPeak, res.CloseWaitFinal, res.CloseWaitOldestMS, res.CloseWaitFinalByRemote,
 		res.Client, res.Broker, res.Verdict, res.Notes)
 	if res.Client == nil {
-		t.Errorf("no client stats from the producer: %q", res.Notes)
+		t.Fatalf("no client stats from the producer: %q", res.Notes)
 	}
-	if res.Broker == nil || res.Broker.Accepted == 0 {
+	if bootstrap == "" && (res.Broker == nil || res.Broker.Accepted == 0) {
 		t.Fatalf("the producer never reached the broker: %+v", res.Broker)
 	}
 	return res
 }
 
-func TestHealthyEndsWithoutCloseWait(t *testing.T) {
+// TestHealthyClientIdleLeadsAtEveryScale: the healthy scenario's client
+// closes idle connections before the broker's timeout at any scale kdiag
+// repro accepts (the ordering the scenario shows; its margin is a tenth of
+// the broker's timeout, Java's 9m against 10m).
+func TestHealthyClientIdleLeadsAtEveryScale(t *testing.T) {
+	sc, _ := Lookup("healthy")
+	for _, idle := range []time.Duration{100 * time.Millisecond, testIdle, 3 * time.Second, 30 * time.Second, RealBrokerIdle} {
+		if c := Scale(sc.ClientIdle, idle); c >= idle || c <= 0 {
+			t.Errorf("broker idle %v: client idle %v, want it below and positive", idle, c)
+		}
+	}
+}
+
+// TestHealthyClientClosesIdleConnections runs the healthy scenario against
+// a broker whose idle timeout is twice what the scenario is scaled for, so
+// that the client's idle close (0.9 x testIdle) leads the broker's by 1.1 x
+// testIdle instead of 0.1 x: a client that did not close its idle
+// connections would still meet the broker's close, and CLOSE_WAIT or the
+// broker's counts would show it, but one that is late by a scheduling
+// hiccup on a loaded machine does not race it. (TestHealthyClientIdleLeads
+// checks the ordering at the scenario's own scale.)
+func TestHealthyClientClosesIdleConnections(t *testing.T) {
 	t.Parallel()
-	res := runScenario(t, "healthy", 4*testIdle)
+	c, err := broker.Start(context.Background(), broker.Config{Ports: []int{0, 0, 0}, Idle: 2 * testIdle, Topics: []string{DefaultTopic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res := runScenarioAt(t, "healthy", 4*testIdle, c.BootstrapServers())
+	st := c.Stats()
 	if res.CloseWaitFinal != 0 || res.CloseWaitPeak != 0 {
 		t.Errorf("CLOSE_WAIT peak %d final %d, want none: the client closes idle connections first", res.CloseWaitPeak, res.CloseWaitFinal)
 	}
-	if res.Client.ClosedIdle == 0 {
-		t.Errorf("the client closed no idle connection: %+v", res.Client)
+	if res.Client.ClosedIdle == 0 || st.ClosedByClient < int(res.Client.ClosedIdle) {
+		t.Errorf("the client idle-closed %d, the broker saw %d closed by the client: want the client's idle closes", res.Client.ClosedIdle, st.ClosedByClient)
+	}
+	if st.ClosedIdle != 0 || res.Client.PeerCloses != 0 {
+		t.Errorf("the broker idle-closed %d, the client saw %d peer closes: want the client first every time", st.ClosedIdle, res.Client.PeerCloses)
 	}
 	if !res.AsExpected {
 		t.Errorf("not as expected: %s", res.Verdict)
@@ -98,10 +137,12 @@ func TestPassiveCloseHoldsCloseWaitOnEveryBroker(t *testing.T) {
 			t.Errorf("no CLOSE_WAIT to broker %s at the end: %v", addr, res.CloseWaitFinalByRemote)
 		}
 	}
-	// Held: once the first idle close has happened (after one idle period
-	// and a sample or two), no sample is without CLOSE_WAIT.
+	// Held: from the first sample that shows CLOSE_WAIT on, every sample
+	// does.
+	seen := false
 	for _, s := range res.Series {
-		if s.Elapsed > 2*testIdle && s.CloseWait == 0 {
+		seen = seen || s.CloseWait > 0
+		if seen && s.CloseWait == 0 {
 			t.Errorf("at %v no CLOSE_WAIT: it was not held", s.Elapsed)
 			break
 		}
@@ -128,14 +169,36 @@ func TestLeakGrowsWithProducers(t *testing.T) {
 	}
 }
 
+// TestStalledCallbackLeavesCloseWaitWhileBlocked: the run releases the
+// callbacks only once it has seen every connection in CLOSE_WAIT, and ends
+// once none is left, so the outcome does not depend on when the broker's
+// reaper runs.
 func TestStalledCallbackLeavesCloseWaitWhileBlocked(t *testing.T) {
 	t.Parallel()
 	res := runScenario(t, "stalled-callback", 4*testIdle)
-	if res.CloseWaitPeak == 0 {
-		t.Errorf("no CLOSE_WAIT while the callback blocked")
+	if res.CallbacksReleasedMS == 0 {
+		t.Fatalf("the callbacks were never released: %q", res.Notes)
 	}
-	if !res.AsExpected {
-		t.Errorf("not as expected: %s", res.Verdict)
+	var before, after []Sample
+	for _, s := range res.Series {
+		if s.ElapsedMS < res.CallbacksReleasedMS {
+			before = append(before, s)
+		} else {
+			after = append(after, s)
+		}
+	}
+	if last := before[len(before)-1]; last.Established != 0 || last.CloseWait == 0 {
+		t.Errorf("at the release %+v: want every connection in CLOSE_WAIT", last)
+	}
+	if res.CloseWaitFinal != 0 || len(after) == 0 {
+		t.Errorf("CLOSE_WAIT %d at the end, %d samples after the release: want it gone once the callback returned", res.CloseWaitFinal, len(after))
+	}
+	// The stalled client closed those sockets on the FINs it had read.
+	if res.Client.PeerCloses < int64(res.CloseWaitPeak) {
+		t.Errorf("client peer closes %d for %d sockets in CLOSE_WAIT", res.Client.PeerCloses, res.CloseWaitPeak)
+	}
+	if !strings.HasPrefix(res.Verdict, "CLOSE_WAIT came and went: up to ") || !res.AsExpected {
+		t.Errorf("verdict %q, as expected %v: want CLOSE_WAIT that came and went", res.Verdict, res.AsExpected)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/producer"
 )
@@ -29,8 +30,8 @@ const (
 	// DefaultTopic is the topic the producer writes to.
 	DefaultTopic = "kdiag-repro"
 	// StopGrace is how long the child has to close after SIGTERM before it
-	// is killed, on top of its callback delay (Close waits for the callback
-	// that is blocking).
+	// is killed (a blocked callback ends with the signal, so Close does not
+	// wait for it).
 	StopGrace = 5 * time.Second
 )
 
@@ -154,7 +155,10 @@ type Options struct {
 	// broker's idle timeout, or what a real cluster's is. Every scenario
 	// timer is scaled by BrokerIdle/10m.
 	BrokerIdle time.Duration
-	// Duration is how long each scenario runs; 0 means 4 x BrokerIdle.
+	// Duration is how long each scenario runs; 0 means 4 x BrokerIdle. A
+	// BlockCallbacks scenario whose stall is not done by then runs on, for
+	// up to 2 x BrokerIdle, and a client that reads every connection gets
+	// the settle bound (SettleFraction) for its final count.
 	Duration time.Duration
 	// SampleInterval is the time between socket samples (default 200ms).
 	SampleInterval time.Duration
@@ -210,26 +214,39 @@ type Sample struct {
 	OldestCloseWait time.Duration `json:"-"`
 }
 
-// Result is what one scenario run showed.
+// Result is what one scenario run showed. Its times are at the run's scale
+// (Scale): what the run took, not what they stand for at real scale.
 type Result struct {
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// Shows is Scenario.Describe at the run's scale.
 	Shows string `json:"shows"`
+	// Scale is 10m / BrokerIdle: what the real timers were divided by.
+	Scale float64 `json:"scale"`
 	// Config is the producer settings (--set) the child ran with.
 	Config             map[string]string `json:"config"`
 	Reader             string            `json:"reader"`
 	ProducerPerMessage bool              `json:"producer_per_message"`
 	IntervalMS         int64             `json:"interval_ms"`
-	CallbackDelayMS    int64             `json:"callback_delay_ms"`
-	BrokerIdleMS       int64             `json:"broker_idle_ms"`
-	DurationMS         int64             `json:"duration_ms"`
-	Bootstrap          string            `json:"bootstrap"`
-	Embedded           bool              `json:"embedded_broker"`
-	ChildPID           int               `json:"child_pid"`
+	// BlockCallbacks: the producer's callbacks blocked until the run
+	// released them, CallbacksReleasedMS after the start (0: never).
+	BlockCallbacks      bool   `json:"block_callbacks,omitempty"`
+	CallbacksReleasedMS int64  `json:"callbacks_released_ms,omitempty"`
+	BrokerIdleMS        int64  `json:"broker_idle_ms"`
+	DurationMS          int64  `json:"duration_ms"`
+	Bootstrap           string `json:"bootstrap"`
+	Embedded            bool   `json:"embedded_broker"`
+	ChildPID            int    `json:"child_pid"`
 
 	EstablishedPeak  int `json:"established_peak"`
 	EstablishedFinal int `json:"established_final"`
 	CloseWaitPeak    int `json:"close_wait_peak"`
-	CloseWaitFinal   int `json:"close_wait_final"`
+	// CloseWaitFinal is the CLOSE_WAIT count of the last sample. For a
+	// client that reads every connection (and is not stalled) the run
+	// samples on past Duration, within the settle bound (SettleFraction),
+	// while the last sample shows CLOSE_WAIT: a socket the broker closed
+	// just then is closed by such a client at once, and only one it keeps
+	// counts.
+	CloseWaitFinal int `json:"close_wait_final"`
 	// CloseWaitOldestMS is the longest any socket was seen in CLOSE_WAIT.
 	CloseWaitOldestMS int64 `json:"close_wait_oldest_ms"`
 	// CloseWaitTotal counts the distinct sockets ever seen in CLOSE_WAIT.
@@ -275,12 +292,13 @@ func Run(ctx context.Context, sc Scenario, opts Options, progress func(Sample)) 
 	b := opts.BrokerIdle
 	res := &Result{
 		Name:               sc.Name,
-		Shows:              sc.Shows,
+		Shows:              sc.Describe(b),
+		Scale:              float64(RealBrokerIdle) / float64(b),
 		Config:             sc.Settings(b),
 		Reader:             sc.Reader,
 		ProducerPerMessage: sc.ProducerPerMessage,
 		IntervalMS:         Scale(sc.Interval, b).Milliseconds(),
-		CallbackDelayMS:    Scale(sc.CallbackDelay, b).Milliseconds(),
+		BlockCallbacks:     sc.BlockCallbacks,
 		BrokerIdleMS:       b.Milliseconds(),
 		DurationMS:         opts.Duration.Milliseconds(),
 		Expected:           sc.Expect.String(),
@@ -314,7 +332,7 @@ func Run(ctx context.Context, sc Scenario, opts Options, progress func(Sample)) 
 	res.ChildPID = child.pid
 	defer child.stop() // also on panic: never leave the child behind
 
-	sampleLoop(ctx, child, opts, res, progress)
+	sampleLoop(ctx, sc, child, opts, res, progress)
 	if ctx.Err() != nil {
 		res.Interrupted = true
 	}
@@ -334,9 +352,38 @@ func Run(ctx context.Context, sc Scenario, opts Options, progress func(Sample)) 
 	return res, nil
 }
 
+// Settle bounds how long a run samples past its Duration for a client that
+// reads every connection while its last sample shows CLOSE_WAIT (see
+// Result.CloseWaitFinal): the broker idle timeout divided by
+// SettleFraction, and at least SettleSamples sample intervals.
+const (
+	SettleFraction = 2
+	SettleSamples  = 5
+)
+
+// stall is where a BlockCallbacks run is: the callbacks block until every
+// connection is seen in CLOSE_WAIT (stallWaiting), the run holds them so
+// for a while (stallHolding), releases them and waits until no CLOSE_WAIT
+// is left (stallReleased), and is done (stallDone). Each step waits for
+// what the samples show, not for a time, except the hold, which only
+// lengthens what is shown.
+type stall int
+
+const (
+	stallNone stall = iota
+	stallWaiting
+	stallHolding
+	stallReleased
+	stallDone
+)
+
 // sampleLoop reads the child's sockets every SampleInterval until Duration,
-// ctx's end or the child's exit, and fills res's socket figures.
-func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progress func(Sample)) {
+// ctx's end or the child's exit, and fills res's socket figures. A
+// BlockCallbacks scenario's stall is driven from here (stall), and the run
+// goes on past Duration, for up to two broker idle periods, until it is
+// done; a client that reads every connection gets up to the settle bound
+// past Duration to close what the broker closed at the last moment.
+func sampleLoop(ctx context.Context, sc Scenario, ch *child, opts Options, res *Result, progress func(Sample)) {
 	type key struct{ local, remote string }
 	firstCW := map[key]time.Time{}
 	seenCW := map[key]bool{}
@@ -344,6 +391,15 @@ func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progr
 	sampleErrs := 0
 
 	deadline := ch.started.Add(opts.Duration)
+	hardEnd := deadline.Add(2 * opts.BrokerIdle)
+	settleEnd := deadline.Add(max(opts.BrokerIdle/SettleFraction, SettleSamples*opts.SampleInterval))
+	hold := max(opts.BrokerIdle/3, 2*opts.SampleInterval)
+	phase := stallNone
+	if sc.BlockCallbacks {
+		phase = stallWaiting
+	}
+	var allAt time.Time
+
 	t := time.NewTicker(opts.SampleInterval)
 	defer t.Stop()
 	for {
@@ -396,8 +452,35 @@ func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progr
 			progress(s)
 		}
 
+		switch phase {
+		case stallWaiting:
+			// Nothing the stalled producer holds is read, so the broker
+			// closes every connection in time: all are in CLOSE_WAIT.
+			if err == nil && s.CloseWait > 0 && s.Established == 0 && s.Other == 0 {
+				phase, allAt = stallHolding, now
+			}
+		case stallHolding:
+			if now.Sub(allAt) >= hold {
+				if err := ch.release(); err != nil {
+					res.Notes = append(res.Notes, err.Error())
+					phase = stallDone
+					break
+				}
+				res.CallbacksReleasedMS = now.Sub(ch.started).Milliseconds()
+				phase = stallReleased
+			}
+		case stallReleased:
+			if err == nil && s.CloseWait == 0 {
+				phase = stallDone
+			}
+		}
+
 		if !now.Before(deadline) {
-			break
+			stalling := phase != stallNone && phase != stallDone
+			reading := sc.Reader == "poll" && !stalling
+			if !(stalling && now.Before(hardEnd)) && !(reading && s.CloseWait > 0 && now.Before(settleEnd)) {
+				break
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -407,6 +490,13 @@ func sampleLoop(ctx context.Context, ch *child, opts Options, res *Result, progr
 			continue
 		}
 		break
+	}
+	switch phase {
+	case stallWaiting, stallHolding:
+		res.Notes = append(res.Notes, fmt.Sprintf("the broker had not closed every connection of the stalled producer by the end of the run (%s), so its callbacks were not released: run it longer (--duration)",
+			human.Age(time.Duration(res.Series[len(res.Series)-1].ElapsedMS)*time.Millisecond)))
+	case stallReleased:
+		res.Notes = append(res.Notes, "the callbacks were released, but CLOSE_WAIT was still there at the end of the run")
 	}
 	if n := len(res.Series); n > 1 {
 		took := res.Series[n-1].Elapsed - res.Series[0].Elapsed
@@ -455,8 +545,8 @@ func startChild(sc Scenario, opts Options, bootstrap string, settings map[string
 		"--log-level", opts.ChildLogLevel,
 		"--stats-json",
 	}
-	if sc.CallbackDelay > 0 {
-		args = append(args, "--callback-delay", Scale(sc.CallbackDelay, b).String())
+	if sc.BlockCallbacks {
+		args = append(args, "--block-callbacks")
 	}
 	if sc.ProducerPerMessage {
 		args = append(args, "--producer-per-message")
@@ -470,7 +560,7 @@ func startChild(sc Scenario, opts Options, bootstrap string, settings map[string
 		args = append(args, "--set", k+"="+settings[k])
 	}
 
-	ch := &child{grace: StopGrace + Scale(sc.CallbackDelay, b), done: make(chan struct{}), stderr: newTailBuffer(opts.Logger.With("scenario", sc.Name, "source", "producer"))}
+	ch := &child{grace: StopGrace, done: make(chan struct{}), stderr: newTailBuffer(opts.Logger.With("scenario", sc.Name, "source", "producer"))}
 	cmd := exec.Command(opts.Executable, args...)
 	cmd.Stdout = &ch.stdout
 	cmd.Stderr = ch.stderr
@@ -484,6 +574,15 @@ func startChild(sc Scenario, opts Options, bootstrap string, settings map[string
 		close(ch.done)
 	}()
 	return ch, nil
+}
+
+// release ends the block of the child's callbacks (kdiag produce
+// --block-callbacks): SIGUSR1, which it handles from its start.
+func (c *child) release() error {
+	if err := syscall.Kill(c.pid, syscall.SIGUSR1); err != nil {
+		return fmt.Errorf("releasing the producer's callbacks (SIGUSR1 to pid %d): %w", c.pid, err)
+	}
+	return nil
 }
 
 // stop ends the child: SIGTERM to its process group (it closes its

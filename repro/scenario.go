@@ -9,12 +9,17 @@
 // 600000, client 540000, metadata.max.age.ms 300000), and each run scales
 // them by BrokerIdle/10m, so that with the default scale (a 3 s broker idle)
 // a scenario shows in seconds what takes a production client minutes.
+// Everything a run reports, its description included (Scenario.Describe),
+// is at the run's scale.
 package repro
 
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/kdiag/kdiag/internal/human"
 )
 
 // RealBrokerIdle is the broker's default connections.max.idle.ms (600000):
@@ -41,7 +46,7 @@ const (
 	// ExpectGrowth: connections and CLOSE_WAIT grow with the messages sent.
 	ExpectGrowth
 	// ExpectWhileBlocked: CLOSE_WAIT appears while a callback blocks the
-	// client's network goroutine.
+	// client's network goroutine, and is gone once it returns.
 	ExpectWhileBlocked
 )
 
@@ -57,7 +62,7 @@ func (e Expect) String() string {
 	case ExpectGrowth:
 		return "connections and CLOSE_WAIT grow with the producers created"
 	case ExpectWhileBlocked:
-		return "CLOSE_WAIT while the callback blocks"
+		return "CLOSE_WAIT while the callback blocks, none once it returns"
 	}
 	return fmt.Sprintf("Expect(%d)", int(e))
 }
@@ -67,7 +72,8 @@ func (e Expect) String() string {
 type Scenario struct {
 	// Name is the argument of `kdiag repro NAME`.
 	Name string
-	// Shows says, for an SRE, what the scenario demonstrates.
+	// Shows says, for an SRE, what the scenario demonstrates. {broker_idle}
+	// and {client_idle} stand for the scaled timeouts (Describe).
 	Shows string
 	// Reader is the producer's --reader: "poll" (a reader on every
 	// connection, as the Java client) or "on-demand" (reads only while a
@@ -78,8 +84,13 @@ type Scenario struct {
 	ClientIdle time.Duration
 	// Interval is the time between messages at real scale.
 	Interval time.Duration
-	// CallbackDelay is how long every send callback blocks, at real scale.
-	CallbackDelay time.Duration
+	// BlockCallbacks makes the producer's send callbacks block its network
+	// goroutine (kdiag produce --block-callbacks) until the run has seen
+	// every connection in CLOSE_WAIT and held them for a while; the run
+	// then releases them (SIGUSR1) and waits for the client to close them.
+	// The stall is driven by what the run observes, not by a timer that
+	// would race the broker's idle close.
+	BlockCallbacks bool
 	// ProducerPerMessage creates a new producer for each message and never
 	// closes it (the leak).
 	ProducerPerMessage bool
@@ -94,7 +105,7 @@ func Catalog() []Scenario {
 	return []Scenario{
 		{
 			Name:       "healthy",
-			Shows:      "Java defaults: the client's connections.max.idle.ms (9m) is below the broker's (10m), so the client closes idle connections first and no CLOSE_WAIT appears",
+			Shows:      "Java defaults: the client's connections.max.idle.ms ({client_idle}) is below the broker's ({broker_idle}), so the client closes idle connections first and no CLOSE_WAIT appears",
 			Reader:     "poll",
 			ClientIdle: 540 * time.Second,
 			Interval:   800 * time.Second,
@@ -130,16 +141,27 @@ func Catalog() []Scenario {
 			Expect:             ExpectGrowth,
 		},
 		{
-			Name:          "stalled-callback",
-			Shows:         "Java defaults, but every send callback blocks for 20m on the network goroutine: nothing reads the sockets meanwhile, so the broker's idle close leaves CLOSE_WAIT until the callback returns",
-			Reader:        "poll",
-			ClientIdle:    540 * time.Second,
-			Interval:      800 * time.Second,
-			CallbackDelay: 1200 * time.Second,
-			Cause:         "a send callback blocks the network goroutine, so nothing reads the broker's FIN",
-			Expect:        ExpectWhileBlocked,
+			Name:           "stalled-callback",
+			Shows:          "Java defaults, but a send callback blocks the network goroutine for longer than the broker's idle timeout ({broker_idle}): nothing reads the sockets meanwhile, so the broker's idle close leaves every connection in CLOSE_WAIT until the callback returns (kdiag releases it once they all are); then the client closes them",
+			Reader:         "poll",
+			ClientIdle:     540 * time.Second,
+			Interval:       800 * time.Second,
+			BlockCallbacks: true,
+			Cause:          "a send callback blocked the network goroutine, so nothing read the broker's FIN until it returned",
+			Expect:         ExpectWhileBlocked,
 		},
 	}
+}
+
+// Describe is Shows at the scale of a run whose broker closes idle
+// connections after brokerIdle: the timeouts it names are the ones the run
+// uses, as every other figure of the run is.
+func (s Scenario) Describe(brokerIdle time.Duration) string {
+	client := "-1 (never)"
+	if s.ClientIdle >= 0 {
+		client = human.Age(Scale(s.ClientIdle, brokerIdle))
+	}
+	return strings.NewReplacer("{broker_idle}", human.Age(brokerIdle), "{client_idle}", client).Replace(s.Shows)
 }
 
 // Lookup returns the scenario called name.

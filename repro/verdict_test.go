@@ -76,6 +76,32 @@ func TestCatalog(t *testing.T) {
 	}
 }
 
+// TestDescribe: a scenario's description names the run's timeouts, not the
+// real ones it stands for (one scale in all the output).
+func TestDescribe(t *testing.T) {
+	healthy, _ := Lookup("healthy")
+	stalled, _ := Lookup("stalled-callback")
+	for _, tt := range []struct {
+		sc         Scenario
+		idle       time.Duration
+		want, lack string
+	}{
+		{healthy, 3 * time.Second, "connections.max.idle.ms (2.7s) is below the broker's (3s)", "9m"},
+		{healthy, RealBrokerIdle, "connections.max.idle.ms (9m00s) is below the broker's (10m00s)", "{"},
+		{stalled, 2 * time.Second, "longer than the broker's idle timeout (2s)", "20m"},
+	} {
+		got := tt.sc.Describe(tt.idle)
+		if !strings.Contains(got, tt.want) || strings.Contains(got, tt.lack) {
+			t.Errorf("%s at %v: %q, want it to say %q and not %q", tt.sc.Name, tt.idle, got, tt.want, tt.lack)
+		}
+	}
+	for _, sc := range Catalog() {
+		if d := sc.Describe(3 * time.Second); strings.ContainsAny(d, "{}") {
+			t.Errorf("%s: placeholder left in %q", sc.Name, d)
+		}
+	}
+}
+
 // series builds samples one SampleInterval apart from (established,
 // close_wait) pairs.
 func series(pairs ...[2]int) []Sample {
@@ -95,6 +121,7 @@ func TestJudge(t *testing.T) {
 		res         Result
 		wantVerdict string
 		wantOK      bool
+		wantNote    string
 	}{
 		{
 			name:        "healthy: the client closed first",
@@ -155,11 +182,36 @@ func TestJudge(t *testing.T) {
 			wantOK:      false,
 		},
 		{
-			name:        "stalled callback, cleared by the end",
+			name:        "stalled callback, released and cleared by the end",
 			sc:          scen("stalled-callback"),
-			res:         Result{CloseWaitPeak: 6, CloseWaitOldestMS: 2800},
-			wantVerdict: "CLOSE_WAIT came and went: up to 6 sockets, the longest for 2.8s — a send callback blocks the network goroutine, so nothing reads the broker's FIN",
+			res:         Result{CloseWaitPeak: 6, CloseWaitOldestMS: 2800, CallbacksReleasedMS: 4400},
+			wantVerdict: "CLOSE_WAIT came and went: up to 6 sockets, the longest for 2.8s — a send callback blocked the network goroutine, so nothing read the broker's FIN until it returned",
 			wantOK:      true,
+		},
+		{
+			name:        "stalled callback never released",
+			sc:          scen("stalled-callback"),
+			res:         Result{CloseWaitPeak: 2, CloseWaitFinal: 2, CloseWaitOldestMS: 900},
+			wantVerdict: "CLOSE_WAIT held: 2 sockets, oldest 0.9s — a send callback blocked the network goroutine, so nothing read the broker's FIN until it returned",
+			wantOK:      false,
+		},
+		{
+			name:        "stalled callback released, but CLOSE_WAIT stayed",
+			sc:          scen("stalled-callback"),
+			res:         Result{CloseWaitPeak: 6, CloseWaitFinal: 1, CloseWaitOldestMS: 5000, CallbacksReleasedMS: 4400},
+			wantVerdict: "CLOSE_WAIT held: 1 socket, oldest 5s — a send callback blocked the network goroutine, so nothing read the broker's FIN until it returned",
+			wantOK:      false,
+		},
+		{
+			// At 3s the client's 2.7s idle close leads by 300 ms; a busy
+			// machine can lose that, and the run says so.
+			name: "healthy, but the broker closed some first",
+			sc:   scen("healthy"),
+			res: Result{BrokerIdleMS: 3000, Config: map[string]string{"connections.max.idle.ms": "2700"},
+				Client: &producer.Stats{ClosedIdle: 4, PeerCloses: 1}, Broker: &broker.Stats{Counts: broker.Counts{ClosedIdle: 1}}},
+			wantVerdict: "OK: no CLOSE_WAIT — the client closed 4 idle connections itself; the broker closed 1 other first and the client closed its end at once",
+			wantOK:      true,
+			wantNote:    "the broker closed 1 idle connection before the client did: at this scale the client's idle close comes 0.3s before the broker's",
 		},
 		{
 			name:        "the producer died",
@@ -192,6 +244,9 @@ func TestJudge(t *testing.T) {
 			}
 			if res.AsExpected != tt.wantOK {
 				t.Errorf("AsExpected = %v, want %v", res.AsExpected, tt.wantOK)
+			}
+			if notes := strings.Join(res.Notes, "\n"); !strings.Contains(notes, tt.wantNote) || tt.wantNote == "" && notes != "" {
+				t.Errorf("notes %q, want %q", notes, tt.wantNote)
 			}
 		})
 	}

@@ -20,6 +20,8 @@ type IOStreams struct {
 	// outTTY says whether Out is a terminal: live, redrawn output is only
 	// drawn on a terminal; elsewhere commands print plain lines.
 	outTTY bool
+	// outFd is Out's file descriptor when it is a terminal, for its width.
+	outFd int
 }
 
 // System returns the process's standard streams.
@@ -29,6 +31,7 @@ func System() *IOStreams {
 		Out:    os.Stdout,
 		ErrOut: os.Stderr,
 		outTTY: term.IsTerminal(int(os.Stdout.Fd())),
+		outFd:  int(os.Stdout.Fd()),
 	}
 }
 
@@ -40,6 +43,19 @@ func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
 
 // IsStdoutTTY reports whether standard output is a terminal.
 func (s *IOStreams) IsStdoutTTY() bool { return s.outTTY }
+
+// TerminalWidth returns the width in columns of the terminal standard
+// output is, 0 when it is not a terminal or its size cannot be read.
+func (s *IOStreams) TerminalWidth() int {
+	if !s.outTTY {
+		return 0
+	}
+	w, _, err := term.GetSize(s.outFd)
+	if err != nil {
+		return 0
+	}
+	return w
+}
 
 // SetStdoutTTY overrides terminal detection (tests, --no-tty style flags).
 func (s *IOStreams) SetStdoutTTY(v bool) { s.outTTY = v }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +48,13 @@ type Spec struct {
 	// read them and the FIN (Recv-Q 0), as the options of those names do.
 	PeerData  int  `json:"peer_data"`
 	ReadToEOF bool `json:"read_to_eof"`
+	// KeepAlive is the CloseWait clients' keepalive idle and interval (the
+	// KeepAlive option); 0 keeps Go's default.
+	KeepAlive time.Duration `json:"keep_alive"`
+	// FinTimeout, with NetNS, sets net.ipv4.tcp_fin_timeout in the child's
+	// namespace (the setting is per namespace): how long the peers'
+	// FIN_WAIT_2 sides live, after which a keepalive probe gets an RST.
+	FinTimeout time.Duration `json:"fin_timeout"`
 	// NetNS runs the child in a new network namespace of its own, under
 	// `unshare -n` with its loopback brought up first; its sockets are then
 	// invisible to the parent's /proc/net/tcp and netlink dumps. It needs
@@ -250,8 +258,17 @@ func runChild(js string, in io.Reader, out io.Writer) error {
 		}
 		c.Established = socks
 	}
+	if spec.FinTimeout > 0 {
+		if !spec.NetNS {
+			return errors.New("FinTimeout needs NetNS: the sysctl would change the host's")
+		}
+		secs := max(int(spec.FinTimeout.Round(time.Second).Seconds()), 1)
+		if err := os.WriteFile("/proc/sys/net/ipv4/tcp_fin_timeout", []byte(strconv.Itoa(secs)), 0o644); err != nil {
+			return fmt.Errorf("setting tcp_fin_timeout in the child's namespace: %w", err)
+		}
+	}
 	if spec.CloseWait > 0 {
-		socks, closer, err := newCloseWait(spec.Network, spec.CloseWait, options{peerData: spec.PeerData, readToEOF: spec.ReadToEOF})
+		socks, closer, err := newCloseWait(spec.Network, spec.CloseWait, options{peerData: spec.PeerData, readToEOF: spec.ReadToEOF, keepAlive: spec.KeepAlive})
 		cs = append(cs, closer)
 		if err != nil {
 			return err

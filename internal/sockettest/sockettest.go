@@ -107,7 +107,15 @@ type Option func(*options)
 type options struct {
 	peerData  int
 	readToEOF bool
+	keepAlive time.Duration
 }
+
+// KeepAlive makes each CloseWait client probe its idle connection every d
+// (TCP_KEEPIDLE and TCP_KEEPINTVL d, rounded to seconds, at least 1): once
+// the peer's FIN_WAIT_2 side is gone (net.ipv4.tcp_fin_timeout), the next
+// probe gets an RST and the socket leaves CLOSE_WAIT for CLOSE, unhashed,
+// its fd still held. Without it the clients keep Go's default (15 s).
+func KeepAlive(d time.Duration) Option { return func(o *options) { o.keepAlive = d } }
 
 // PeerData makes each CloseWait peer write k bytes before it closes. The
 // client's Recv-Q is then k+1: Recv-Q is rcv_nxt - copied_seq
@@ -327,8 +335,13 @@ func newCloseWait(network string, n int, o options) ([]*Socket, io.Closer, error
 	})
 	clients := make([]*net.TCPConn, 0, n)
 	var dialErr error
+	var d net.Dialer
+	if o.keepAlive > 0 {
+		k := max(o.keepAlive.Round(time.Second), time.Second)
+		d.KeepAliveConfig = net.KeepAliveConfig{Enable: true, Idle: k, Interval: k, Count: 9}
+	}
 	for range n {
-		c, err := net.Dial(network, ln.Local.String())
+		c, err := d.Dial(network, ln.Local.String())
 		if err != nil {
 			dialErr = err
 			break

@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,6 +22,20 @@ type Counter struct {
 	ports  *ebpf.Map // nil without a port filter
 	prog   *ebpf.Program
 	link   link.Link
+
+	// The transitions' side, all nil (and noTransitions set) where the
+	// kernel cannot have them: ring is the ring buffer the program
+	// writes transition records into, reader reads it, drops counts the
+	// records the program could not write (ring full).
+	ring          *ebpf.Map
+	reader        *ringbuf.Reader
+	drops         *ebpf.Map
+	noTransitions error
+	clock         clock
+	// v6 is skc_v6_daddr's offset in struct sock_common on this kernel,
+	// 0 when unknown (noIPv6 says why).
+	v6     int16
+	noIPv6 error
 }
 
 // maxPorts bounds the remote ports Open filters on; a longer list is not
@@ -28,11 +43,24 @@ type Counter struct {
 const maxPorts = 1024
 
 // Open loads and attaches the counting program. With remotePorts, only
-// changes of sockets whose remote port is one of them are counted: a watch
-// of the sockets to Kafka brokers is then not woken by the rest of the
-// host's connections (its own metrics scrapes included). The error wraps
-// ErrUnavailable when this system does not allow it.
+// changes of sockets whose remote port is one of them are counted, and
+// only their transitions recorded: a watch of the sockets to Kafka brokers
+// is then not woken by the rest of the host's connections (its own metrics
+// scrapes included). The error wraps ErrUnavailable when this system does
+// not allow it.
+//
+// Where the kernel allows the counting but not the transitions (no BPF
+// ring buffer before Linux 5.8, or a verifier that refuses the longer
+// program), Open still succeeds: the Counter counts, and Transitions says
+// why it has nothing.
 func Open(remotePorts ...uint16) (*Counter, error) {
+	return openCounter(remotePorts, true)
+}
+
+// openCounter is Open; without transitions it loads the counting program
+// alone, as Open does where the kernel refuses the rest (the benchmarks
+// compare the two).
+func openCounter(remotePorts []uint16, transitions bool) (*Counter, error) {
 	if len(remotePorts) > maxPorts {
 		remotePorts = nil
 	}
@@ -48,7 +76,7 @@ func Open(remotePorts ...uint16) (*Counter, error) {
 	if err != nil {
 		return nil, unavailable("create map", err)
 	}
-	portsFD := -1
+	spec := progSpec{counts: c.counts.FD(), ports: -1, ring: -1, drops: -1}
 	if len(remotePorts) > 0 {
 		c.ports, err = newMap(&ebpf.MapSpec{
 			Name:       "kdiag_tcp_ports",
@@ -68,17 +96,32 @@ func Open(remotePorts ...uint16) (*Counter, error) {
 				return nil, unavailable("fill port map", err)
 			}
 		}
-		portsFD = c.ports.FD()
+		spec.ports = c.ports.FD()
 	}
-	// bpf_probe_read_kernel is Linux 5.5; before it, bpf_probe_read.
+	if !transitions {
+		c.noTransitions = fmt.Errorf("%w: transitions not asked for", ErrUnavailable)
+	} else if err := c.openTransitions(); err != nil {
+		c.noTransitions = err
+	} else {
+		spec.ring, spec.drops, spec.v6 = c.ring.FD(), c.drops.FD(), c.v6
+		// The ring buffer is Linux 5.8, bpf_probe_read_kernel 5.5.
+		spec.read = asm.FnProbeReadKernel
+		c.prog, err = loadProgram(spec)
+		if err != nil {
+			c.noTransitions = unavailable("load the program that records transitions", err)
+			c.closeTransitions()
+			spec.ring, spec.drops, spec.v6 = -1, -1, 0
+		}
+	}
+	// Counting only: bpf_probe_read_kernel is Linux 5.5; before it,
+	// bpf_probe_read.
 	for _, read := range []asm.BuiltinFunc{asm.FnProbeReadKernel, asm.FnProbeRead} {
-		c.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
-			Name:         "kdiag_tcp_state",
-			Type:         ebpf.RawTracepoint,
-			License:      "Dual MIT/GPL",
-			Instructions: program(c.counts.FD(), portsFD, read),
-		})
-		if err == nil || portsFD < 0 {
+		if c.prog != nil {
+			break
+		}
+		spec.read = read
+		c.prog, err = loadProgram(spec)
+		if err == nil || spec.ports < 0 {
 			break
 		}
 	}
@@ -94,6 +137,15 @@ func Open(remotePorts ...uint16) (*Counter, error) {
 	return c, nil
 }
 
+func loadProgram(spec progSpec) (*ebpf.Program, error) {
+	return ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         "kdiag_tcp_state",
+		Type:         ebpf.RawTracepoint,
+		License:      "Dual MIT/GPL",
+		Instructions: program(spec),
+	})
+}
+
 // newMap creates a map, lifting RLIMIT_MEMLOCK once if refused: kernels
 // before 5.11 charge BPF memory to it (64 KiB by default) and refuse with
 // EPERM past it.
@@ -105,12 +157,30 @@ func newMap(spec *ebpf.MapSpec) (*ebpf.Map, error) {
 	return m, err
 }
 
-// skcDport is the offset of skc_dport in struct sock_common, which starts
-// every struct sock: skc_daddr and skc_rcv_saddr (4 bytes each), skc_hash
-// (4), then skc_dport and skc_num. That layout has not changed since the
-// fields were introduced (Linux 2.6.x), which is what lets the program read
-// it without BTF.
+// skcDport is the offset of skc_dport in struct sock_common
+// (include/net/sock.h), which starts every struct sock. Its first 20 bytes
+// are skc_daddr (0), skc_rcv_saddr (4), skc_hash (8), skc_dport (12),
+// skc_num (14), skc_family (16), skc_state (18) and a byte of flags:
+// before any pointer and any #ifdef, so the same on every architecture and
+// configuration, which is what lets the program read them without BTF.
+// They are in that order in a Linux 3.10 tree (skc_dport and skc_num had
+// just moved into sock_common) and in mainline today (6.x), so on every
+// kernel that has the tracepoint (4.16 and later). findV6Offset checks
+// them against a real socket at Open all the same; where they are not
+// there, Open records no transitions (the counting goes on: a port filter
+// that reads the wrong bytes lets changes through or not, it cannot
+// report a wrong socket).
 const skcDport = 12
+
+// progSpec is what program builds the handler from: the maps' fds (-1
+// for one it does without), the probe-read helper, and skc_v6_daddr's
+// offset (0: not read).
+type progSpec struct {
+	counts, ports int
+	ring, drops   int
+	read          asm.BuiltinFunc
+	v6            int16
+}
 
 // program is the tracepoint's handler, written with cilium/ebpf's assembler
 // rather than compiled from C: it is a few dozen instructions, and needs
@@ -118,51 +188,143 @@ const skcDport = 12
 // arguments are the tracepoint's own, fixed since Linux 4.16: the socket,
 // the old state, the new state). It adds one to counts[old*16+new], both
 // states masked to 4 bits so that the verifier can prove the offset inside
-// the value. With portsFD >= 0 it first reads the socket's remote port
-// (with read, a probe-read helper) and counts only the ports in that map;
-// a failed read counts, since a change too many is harmless.
-func program(countsFD, portsFD int, read asm.BuiltinFunc) asm.Instructions {
+// the value. With a ports map it first reads the socket's remote port
+// (with read, a probe-read helper) and goes on only for the ports in that
+// map; a failed read counts, since a change too many is harmless.
+//
+// With a ring buffer it then records ESTABLISHED -> CLOSE_WAIT and
+// CLOSE_WAIT -> CLOSE changes (see record.go for the record): the time,
+// the socket pointer, the first bytes of sock_common and, with v6 known,
+// the two IPv6 addresses and the cookie. When the ring is full, or a read
+// fails, it adds one to drops instead. Records are submitted without a
+// wakeup (BPF_RB_NO_WAKEUP): nothing waits on the ring, Transitions polls
+// it, and a wakeup would cost each record an irq_work.
+func program(p progSpec) asm.Instructions {
 	insns := asm.Instructions{
 		asm.LoadMem(asm.R6, asm.R1, 8, asm.DWord),  // oldstate
 		asm.LoadMem(asm.R7, asm.R1, 16, asm.DWord), // newstate
+		asm.LoadMem(asm.R8, asm.R1, 0, asm.DWord),  // sk
 	}
-	if portsFD >= 0 {
+	if p.ports >= 0 {
 		insns = append(insns,
-			asm.LoadMem(asm.R3, asm.R1, 0, asm.DWord), // sk
+			asm.Mov.Reg(asm.R3, asm.R8),
 			asm.Add.Imm(asm.R3, skcDport),
 			asm.Mov.Imm(asm.R2, 0),
 			asm.StoreMem(asm.RFP, -8, asm.R2, asm.DWord),
 			asm.Mov.Reg(asm.R1, asm.RFP),
 			asm.Add.Imm(asm.R1, -8),
 			asm.Mov.Imm(asm.R2, 2),
-			read.Call(),
+			p.read.Call(),
 			asm.JNE.Imm(asm.R0, 0, "count"),
-			asm.LoadMapPtr(asm.R1, portsFD),
+			asm.LoadMapPtr(asm.R1, p.ports),
 			asm.Mov.Reg(asm.R2, asm.RFP),
 			asm.Add.Imm(asm.R2, -8),
 			asm.FnMapLookupElem.Call(),
 			asm.JEq.Imm(asm.R0, 0, "out"),
 		)
 	}
-	return append(insns,
-		asm.And.Imm(asm.R6, States-1).WithSymbol("count"),
-		asm.And.Imm(asm.R7, States-1),
-		asm.LSh.Imm(asm.R6, 4),
-		asm.Or.Reg(asm.R6, asm.R7),
-		asm.LSh.Imm(asm.R6, 3), // byte offset of the uint64
+	insns = append(insns,
+		// R9 = byte offset of counts[old&15][new&15]
+		asm.Mov.Reg(asm.R9, asm.R6).WithSymbol("count"),
+		asm.And.Imm(asm.R9, States-1),
+		asm.LSh.Imm(asm.R9, 4),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.And.Imm(asm.R2, States-1),
+		asm.Or.Reg(asm.R9, asm.R2),
+		asm.LSh.Imm(asm.R9, 3),
 		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -4),
-		asm.LoadMapPtr(asm.R1, countsFD),
+		asm.LoadMapPtr(asm.R1, p.counts),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.Add.Reg(asm.R0, asm.R6),
+		asm.Add.Reg(asm.R0, asm.R9),
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+	)
+	if p.ring >= 0 {
+		insns = append(insns, record(p)...)
+	}
+	return append(insns,
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),
 	)
 }
+
+// record is program's transition part: R6, R7 and R8 hold the old state,
+// the new state and the socket.
+func record(p progSpec) asm.Instructions {
+	insns := asm.Instructions{
+		asm.JEq.Imm(asm.R6, tcpEstablished, "established"),
+		asm.JNE.Imm(asm.R6, tcpCloseWait, "out"),
+		asm.JNE.Imm(asm.R7, tcpClose, "out"),
+		asm.Ja.Label("reserve"),
+		asm.JNE.Imm(asm.R7, tcpCloseWait, "out").WithSymbol("established"),
+
+		asm.LoadMapPtr(asm.R1, p.ring).WithSymbol("reserve"),
+		asm.Mov.Imm(asm.R2, recSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "drop"),
+		asm.Mov.Reg(asm.R9, asm.R0), // the record
+
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.R9, recKtime, asm.R0, asm.DWord),
+		asm.StoreMem(asm.R9, recSock, asm.R8, asm.DWord),
+		asm.StoreMem(asm.R9, recOld, asm.R6, asm.Byte),
+		asm.StoreMem(asm.R9, recNew, asm.R7, asm.Byte),
+		asm.StoreImm(asm.R9, recNew+1, 0, asm.Half),
+
+		asm.Mov.Reg(asm.R1, asm.R9),
+		asm.Add.Imm(asm.R1, recDaddr),
+		asm.Mov.Imm(asm.R2, skcCopy),
+		asm.Mov.Reg(asm.R3, asm.R8),
+		p.read.Call(),
+		asm.JNE.Imm(asm.R0, 0, "discard"),
+	}
+	if p.v6 > 0 {
+		// skc_v6_daddr, skc_v6_rcv_saddr and skc_cookie, whatever the
+		// family: the cookie is wanted of every socket, and parseRecord
+		// ignores an AF_INET socket's IPv6 fields.
+		insns = append(insns,
+			asm.Mov.Reg(asm.R1, asm.R9),
+			asm.Add.Imm(asm.R1, recV6Dst),
+			asm.Mov.Imm(asm.R2, v6Copy),
+			asm.Mov.Reg(asm.R3, asm.R8),
+			asm.Add.Imm(asm.R3, int32(p.v6)),
+			p.read.Call(),
+			asm.JNE.Imm(asm.R0, 0, "discard"),
+		)
+	} else {
+		// The ring's memory holds what was there before: zero it.
+		insns = append(insns, asm.Mov.Imm(asm.R1, 0))
+		for off := int16(recV6Dst); off < recSize; off += 8 {
+			insns = append(insns, asm.StoreMem(asm.R9, off, asm.R1, asm.DWord))
+		}
+	}
+	return append(insns,
+		asm.Mov.Reg(asm.R1, asm.R9).WithSymbol("submit"),
+		asm.Mov.Imm(asm.R2, bpfRBNoWakeup),
+		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label("out"),
+
+		asm.Mov.Reg(asm.R1, asm.R9).WithSymbol("discard"),
+		asm.Mov.Imm(asm.R2, bpfRBNoWakeup),
+		asm.FnRingbufDiscard.Call(),
+
+		asm.StoreImm(asm.RFP, -4, 0, asm.Word).WithSymbol("drop"),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.LoadMapPtr(asm.R1, p.drops),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+	)
+}
+
+// bpfRBNoWakeup is BPF_RB_NO_WAKEUP (include/uapi/linux/bpf.h).
+const bpfRBNoWakeup = 1
 
 // raiseMemlock lifts RLIMIT_MEMLOCK for the kernels that charge BPF maps
 // to it. It is cilium/ebpf's rlimit.RemoveMemlock in two lines: that
@@ -203,6 +365,7 @@ func (c *Counter) Close() error {
 	if c.prog != nil {
 		errs = append(errs, c.prog.Close())
 	}
+	errs = append(errs, c.closeTransitions())
 	if c.ports != nil {
 		errs = append(errs, c.ports.Close())
 	}

@@ -6,9 +6,9 @@ package broker
 import (
 	"context"
 	"fmt"
-	"github.com/kdiag/kdiag/internal/human"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/kdiag/kdiag/broker"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
@@ -34,8 +35,10 @@ type BrokerOptions struct {
 	Idle       time.Duration
 	Topics     []string
 	Partitions int
-	LogLevel   string
-	Duration   time.Duration
+	// MaxRequestBytes is the broker's socket.request.max.bytes.
+	MaxRequestBytes int
+	LogLevel        string
+	Duration        time.Duration
 }
 
 // NewCmdBroker returns `kdiag broker`. runF, when non-nil, replaces the run
@@ -56,8 +59,16 @@ CLOSE_WAIT (a passive close) until it writes on it again or closes it.
 
 Every accept and close is logged to stderr with the client's address, the broker's
 node id and why it closed: idle (the broker's timeout), client closed (EOF),
-shutdown. On exit kdiag prints how many connections each broker accepted and
-who closed them.
+invalid request, shutdown. On exit kdiag prints how many connections each broker
+accepted and who closed them.
+
+Every request is checked before the embedded cluster reads it, as a real broker's
+SocketServer does: a frame larger than --max-request-bytes (socket.request.max.bytes),
+an unknown API key, a version the broker does not serve, or a request that does not
+parse closes that connection only, with a warning that says why. An ApiVersions
+request of a newer version is answered with UNSUPPORTED_VERSION, and a CreateTopics or
+CreatePartitions that would make more than 10000 partitions with POLICY_VIOLATION, as
+Kafka does.
 
 Ports 9092, 9093, ... are used when free, other free ports otherwise (it says so).
 Topics are created on first use; --topic pre-creates them.`,
@@ -94,6 +105,9 @@ Topics are created on first use; --topic pre-creates them.`,
 			if opts.Idle < 0 || opts.Duration < 0 || opts.Partitions < 0 {
 				return cmdutil.UsageErrorf("--idle, --duration and --partitions must not be negative")
 			}
+			if opts.MaxRequestBytes < 1 || opts.MaxRequestBytes > math.MaxInt32 {
+				return cmdutil.UsageErrorf("--max-request-bytes: %d is out of range: give 1 to %d bytes", opts.MaxRequestBytes, math.MaxInt32)
+			}
 			if net.ParseIP(opts.Listen) == nil {
 				return cmdutil.UsageErrorf("--listen: %q is not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)", opts.Listen)
 			}
@@ -117,6 +131,7 @@ Topics are created on first use; --topic pre-creates them.`,
 	fl.DurationVar(&opts.Idle, "idle", 10*time.Minute, "close connections idle this long (the broker's connections.max.idle.ms); 0 never")
 	fl.StringArrayVar(&opts.Topics, "topic", nil, "topic to create at start (repeatable); others are created on first use")
 	fl.IntVar(&opts.Partitions, "partitions", 0, "partitions per topic (default one per broker)")
+	fl.IntVar(&opts.MaxRequestBytes, "max-request-bytes", broker.DefaultMaxRequestBytes, "refuse a request frame larger than this, closing its connection (the broker's socket.request.max.bytes)")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level of the accept/close log on stderr: debug|info|warn")
 	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long (default: run until Ctrl-C)")
 	return cmd
@@ -149,6 +164,8 @@ func runBroker(opts *BrokerOptions) error {
 		Topics:     opts.Topics,
 		Partitions: opts.Partitions,
 		Logger:     logger,
+
+		MaxRequestBytes: opts.MaxRequestBytes,
 	})
 	if err != nil {
 		return &cmdutil.ExitError{Code: 1, Err: err}
@@ -189,9 +206,9 @@ Accepts and closes are logged to stderr. `, bs, bs, bs)
 func writeStats(w io.Writer, s broker.Stats) {
 	fmt.Fprintln(w, "\nConnections:")
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("NODE", "ADDRESS", "ACCEPTED", "CLOSED IDLE (BY BROKER)", "CLOSED BY CLIENT", "CLOSED AT SHUTDOWN", "OTHER")
+	t.Header("NODE", "ADDRESS", "ACCEPTED", "CLOSED IDLE (BY BROKER)", "CLOSED BY CLIENT", "CLOSED INVALID REQUEST", "CLOSED AT SHUTDOWN", "OTHER")
 	row := func(node, addr string, c broker.Counts) {
-		_ = t.Append(node, addr, strconv.Itoa(c.Accepted), strconv.Itoa(c.ClosedIdle), strconv.Itoa(c.ClosedByClient), strconv.Itoa(c.ClosedShutdown), strconv.Itoa(c.ClosedOther))
+		_ = t.Append(node, addr, strconv.Itoa(c.Accepted), strconv.Itoa(c.ClosedIdle), strconv.Itoa(c.ClosedByClient), strconv.Itoa(c.ClosedInvalid), strconv.Itoa(c.ClosedShutdown), strconv.Itoa(c.ClosedOther))
 	}
 	for _, b := range s.Brokers {
 		row(strconv.Itoa(int(b.Node)), b.Addr, b.Counts)

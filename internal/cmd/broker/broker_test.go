@@ -2,9 +2,12 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,19 +25,21 @@ func TestFlags(t *testing.T) {
 	}{
 		{
 			name: "defaults",
-			want: BrokerOptions{Brokers: 3, Listen: "127.0.0.1", Idle: 10 * time.Minute, LogLevel: "info"},
+			want: BrokerOptions{Brokers: 3, Listen: "127.0.0.1", Idle: 10 * time.Minute, LogLevel: "info", MaxRequestBytes: 104857600},
 		},
 		{
 			name: "ports set the broker count",
-			args: []string{"--ports", "19092, 19093", "--idle", "3s", "--topic", "a", "--topic", "b", "--partitions", "6", "--duration", "1m", "--log-level", "debug"},
+			args: []string{"--ports", "19092, 19093", "--idle", "3s", "--topic", "a", "--topic", "b", "--partitions", "6", "--duration", "1m", "--log-level", "debug", "--max-request-bytes", "1048576"},
 			want: BrokerOptions{Brokers: 2, Ports: []int{19092, 19093}, Listen: "127.0.0.1", Idle: 3 * time.Second,
-				Topics: []string{"a", "b"}, Partitions: 6, Duration: time.Minute, LogLevel: "debug"},
+				Topics: []string{"a", "b"}, Partitions: 6, Duration: time.Minute, LogLevel: "debug", MaxRequestBytes: 1 << 20},
 		},
 		{name: "ports and brokers disagree", args: []string{"--brokers", "3", "--ports", "1,2"}, wantErr: "one port per broker"},
 		{name: "bad port", args: []string{"--ports", "x"}, wantErr: `"x" is not a port number`},
 		{name: "listen on a name", args: []string{"--listen", "localhost"}, wantErr: "not an IP address"},
 		{name: "bad level", args: []string{"--log-level", "loud"}, wantErr: "want debug, info or warn"},
 		{name: "no brokers", args: []string{"--brokers", "0"}, wantErr: "at least 1"},
+		{name: "max request bytes 0", args: []string{"--max-request-bytes", "0"}, wantErr: "--max-request-bytes: 0 is out of range: give 1 to 2147483647 bytes"},
+		{name: "max request bytes over an int32", args: []string{"--max-request-bytes", "2147483648"}, wantErr: "out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,19 +70,21 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-func TestRunBrokerServesAndReports(t *testing.T) {
-	out, errOut := &testio.SyncBuffer{}, &testio.SyncBuffer{}
-	io := &cmdutil.IOStreams{Out: out, ErrOut: errOut}
+// startRun runs runBroker with opts in the background on a free port and
+// returns the broker's address once its log names it, and a stop that
+// cancels the run and returns its error.
+func startRun(t *testing.T, opts BrokerOptions) (addr string, out, errOut *testio.SyncBuffer, stop func() error) {
+	t.Helper()
+	out, errOut = &testio.SyncBuffer{}, &testio.SyncBuffer{}
+	opts.IO = &cmdutil.IOStreams{Out: out, ErrOut: errOut}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	opts.Context = ctx
 	done := make(chan error, 1)
-	go func() {
-		done <- runBroker(&BrokerOptions{IO: io, Context: ctx, Brokers: 1, Ports: []int{0}, Listen: "127.0.0.1", Idle: 200 * time.Millisecond, LogLevel: "info"})
-	}()
+	go func() { done <- runBroker(&opts) }()
+	stop = func() error { cancel(); return <-done }
 
 	// The port is free-chosen: learn it from the "broker listening" log.
 	re := regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
-	var addr string
 	deadline := time.Now().Add(10 * time.Second)
 	for addr == "" && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -86,9 +93,14 @@ func TestRunBrokerServesAndReports(t *testing.T) {
 		}
 	}
 	if addr == "" {
-		cancel()
+		_ = stop()
 		t.Fatalf("broker did not start; stderr:\n%s", errOut.String())
 	}
+	return addr, out, errOut, stop
+}
+
+func TestRunBrokerServesAndReports(t *testing.T) {
+	addr, out, errOut, stop := startRun(t, BrokerOptions{Brokers: 1, Ports: []int{0}, Listen: "127.0.0.1", Idle: 200 * time.Millisecond, LogLevel: "info", MaxRequestBytes: 1 << 20})
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +112,7 @@ func TestRunBrokerServesAndReports(t *testing.T) {
 	if rerr == nil {
 		t.Fatal("read returned data, want the broker's close")
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"bootstrap.servers=" + addr, "closes connections idle for 200ms", "CLOSED IDLE (BY BROKER)"} {
@@ -111,5 +122,45 @@ func TestRunBrokerServesAndReports(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "reason=idle") {
 		t.Errorf("stderr lacks the idle close:\n%s", errOut)
+	}
+}
+
+func TestRunBrokerRefusesOversizedRequest(t *testing.T) {
+	addr, out, errOut, stop := startRun(t, BrokerOptions{Brokers: 1, Ports: []int{0}, Listen: "127.0.0.1", LogLevel: "info", MaxRequestBytes: 1024})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A frame that announces 2048 bytes: refused on its size alone.
+	if _, err := conn.Write([]byte{0, 0, 8, 0}); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, conn); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read: %v, want the broker's close", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"level=WARN", `reason="invalid request"`, `error="invalid receive: size 2048 larger than socket.request.max.bytes 1024"`} {
+		if !strings.Contains(errOut.String(), s) {
+			t.Errorf("stderr lacks %q:\n%s", s, errOut)
+		}
+	}
+	// The table counts it: ACCEPTED 1, CLOSED INVALID REQUEST 1.
+	var totals []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "│"), "│")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if cells[0] == "all" {
+			totals = cells
+		}
+	}
+	want := []string{"all", "", "1", "0", "0", "1", "0", "0"}
+	if diff := cmp.Diff(want, totals); diff != "" {
+		t.Errorf("totals row (-want +got):\n%s\nstdout:\n%s", diff, out)
 	}
 }

@@ -35,8 +35,14 @@ type ProduceOptions struct {
 	// Reader overrides kdiag.reader when set.
 	Reader string
 	// CallbackDelay overrides kdiag.callback.delay.ms when CallbackDelaySet.
-	CallbackDelay      time.Duration
-	CallbackDelaySet   bool
+	CallbackDelay    time.Duration
+	CallbackDelaySet bool
+	// BlockCallbacks makes every send callback block on the network
+	// goroutine until Release is closed (SIGUSR1 in a real run) or the run
+	// ends; from then on none blocks.
+	BlockCallbacks bool
+	// Release ends the callbacks' block (BlockCallbacks).
+	Release            <-chan struct{}
 	ProducerPerMessage bool
 	Duration           time.Duration
 	LogLevel           string
@@ -67,6 +73,11 @@ as kdiag lint, with --bootstrap-server and --set key=value on top. kdiag's own k
                                 goroutine, as a slow callback stalls Java's Sender
                                 thread: no FIN is processed meanwhile
 
+--block-callbacks makes every send callback block the network goroutine until the
+process gets SIGUSR1 (kill -USR1 PID), after which none blocks: a stuck callback
+for as long as you choose (kdiag repro's stalled-callback scenario releases it once
+the broker has closed every connection).
+
 --producer-per-message creates a new producer for every message and never closes it:
 the connection leak of an application that does so.
 
@@ -87,7 +98,10 @@ cannot start.`,
     --reader on-demand --interval 30s
 
   # a slow callback, for one minute, counters as JSON at the end
-  kdiag produce --bootstrap-server 127.0.0.1:9092 --callback-delay 5s --duration 1m --stats-json`,
+  kdiag produce --bootstrap-server 127.0.0.1:9092 --callback-delay 5s --duration 1m --stats-json
+
+  # a callback stuck until you release it: kill -USR1 <pid of kdiag produce>
+  kdiag produce --bootstrap-server 127.0.0.1:9092 --block-callbacks --log-level debug`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Messages < 0 || opts.Interval < 0 || opts.Duration < 0 || opts.CallbackDelay < 0 {
@@ -108,6 +122,11 @@ cannot start.`,
 				return cmdutil.UsageErrorf("--set: %v", err)
 			}
 			opts.CallbackDelaySet = cmd.Flags().Changed("callback-delay")
+			// Before the producer exists, so that a SIGUSR1 sent once its
+			// connections are seen never meets the default action (exit).
+			release, stopRelease := releaseOnSIGUSR1()
+			defer stopRelease()
+			opts.Release = release
 			ctx, stop := cmdutil.InterruptContext(cmd.Context())
 			defer stop()
 			opts.Context = ctx
@@ -126,6 +145,7 @@ cannot start.`,
 	fl.DurationVar(&opts.Interval, "interval", time.Second, "time between sends")
 	fl.StringVar(&opts.Reader, "reader", "", "poll|on-demand (overrides kdiag.reader; default poll)")
 	fl.DurationVar(&opts.CallbackDelay, "callback-delay", 0, "sleep this long in every send callback (overrides kdiag.callback.delay.ms)")
+	fl.BoolVar(&opts.BlockCallbacks, "block-callbacks", false, "block every send callback on the network goroutine until SIGUSR1, then none")
 	fl.BoolVar(&opts.ProducerPerMessage, "producer-per-message", false, "new producer for each message, never closed (the leak)")
 	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long; 0: no limit")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "stderr log level: debug|info|warn")
@@ -210,6 +230,7 @@ func runProduce(opts *ProduceOptions) error {
 	log.Info(fmt.Sprintf("kdiag produce: sending to topic %s every %s (reader %s, connections.max.idle.ms %d)",
 		opts.Topic, opts.Interval, cfg.Reader, cfg.ConnectionsMaxIdle.Milliseconds()))
 
+	block := opts.blocker(ctx, log)
 	var notSent int
 	ticker := time.NewTicker(max(opts.Interval, time.Millisecond))
 	defer ticker.Stop()
@@ -232,6 +253,7 @@ loop:
 		n := i
 		rec := producer.Record{Topic: opts.Topic, Value: []byte(fmt.Sprintf("kdiag produce message %d", n))}
 		err := cur.Send(ctx, rec, func(md producer.RecordMetadata, err error) {
+			block(n)
 			if err != nil {
 				log.Warn(fmt.Sprintf("message %d failed: %v", n, err))
 				return
@@ -281,6 +303,45 @@ loop:
 		}
 	}
 	return nil
+}
+
+// blocker returns what each send callback calls first: with
+// --block-callbacks it blocks until Release is closed or ctx ends (a signal
+// or --duration, so that Close is not held by it), saying so once; without,
+// nothing.
+func (opts *ProduceOptions) blocker(ctx context.Context, log *slog.Logger) func(msg int) {
+	if !opts.BlockCallbacks {
+		return func(int) {}
+	}
+	release := opts.Release
+	if release == nil {
+		release = make(chan struct{}) // never: only ctx ends the block
+	}
+	var said bool // callbacks run one at a time, on the network goroutine
+	go func() {
+		select {
+		case <-release:
+			log.Info("kdiag produce: callbacks released")
+		case <-ctx.Done():
+		}
+	}()
+	return func(msg int) {
+		select {
+		case <-release:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		if !said {
+			said = true
+			log.Info(fmt.Sprintf("kdiag produce: message %d: callback blocking the network goroutine until SIGUSR1", msg))
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
 }
 
 func addStats(dst *producer.Stats, s producer.Stats) {

@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/testio"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -31,11 +33,11 @@ func TestFlags(t *testing.T) {
 			name: "all",
 			args: []string{"--config", "p.properties", "--bootstrap-server", "127.0.0.1:9092,127.0.0.1:9093",
 				"--set", "linger.ms=0", "--set", "acks=1", "--topic", "x", "--messages", "3", "--interval", "250ms",
-				"--reader", "on-demand", "--callback-delay", "2s", "--producer-per-message", "--duration", "1m",
+				"--reader", "on-demand", "--callback-delay", "2s", "--block-callbacks", "--producer-per-message", "--duration", "1m",
 				"--log-level", "debug", "--stats-json"},
 			want: ProduceOptions{ConfigFile: "p.properties", Bootstrap: "127.0.0.1:9092,127.0.0.1:9093",
 				Set: []string{"linger.ms=0", "acks=1"}, Topic: "x", Messages: 3, Interval: 250 * time.Millisecond,
-				Reader: "on-demand", CallbackDelay: 2 * time.Second, CallbackDelaySet: true, ProducerPerMessage: true,
+				Reader: "on-demand", CallbackDelay: 2 * time.Second, CallbackDelaySet: true, BlockCallbacks: true, ProducerPerMessage: true,
 				Duration: time.Minute, LogLevel: "debug", StatsJSON: true},
 		},
 		{name: "bad reader", args: []string{"--reader", "select"}, wantErr: `--reader: "select" is not a reader mode (want poll or on-demand)`},
@@ -62,7 +64,10 @@ func TestFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(ProduceOptions{}, "IO", "Context")); diff != "" {
+			if got.Release == nil {
+				t.Error("no Release channel (SIGUSR1) set")
+			}
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(ProduceOptions{}, "IO", "Context", "Release")); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})
@@ -99,6 +104,21 @@ func TestConfigErrors(t *testing.T) {
 				t.Errorf("exit code %d, want %d", code, cmdutil.ExitUsage)
 			}
 		})
+	}
+}
+
+// TestConfigTakesWhatJavaTakes: values the Java client accepts (no
+// validator on the key) and kdiag lint accepts are not refused here either.
+func TestConfigTakesWhatJavaTakes(t *testing.T) {
+	ios, _, _, _ := cmdutil.Test()
+	o := &ProduceOptions{IO: ios, Bootstrap: "127.0.0.1:9092", Topic: "t", LogLevel: "info",
+		Set: []string{"socket.connection.setup.timeout.ms=-1", "socket.connection.setup.timeout.max.ms=-1"}}
+	cfg, err := o.config()
+	if err != nil {
+		t.Fatalf("--set socket.connection.setup.timeout.ms=-1: %v", err)
+	}
+	if cfg.SocketConnectionSetupTimeout != -time.Millisecond || cfg.SocketConnectionSetupTimeoutMax != -time.Millisecond {
+		t.Errorf("setup timeout %v, max %v: want -1ms each", cfg.SocketConnectionSetupTimeout, cfg.SocketConnectionSetupTimeoutMax)
 	}
 }
 
@@ -172,7 +192,9 @@ func TestProducerPerMessage(t *testing.T) {
 
 // TestStopBySignalAndDuration: with --messages 0 the run ends on the
 // context (SIGINT/SIGTERM in a real run) or --duration, closes the producer
-// and exits 0 with the counters.
+// and exits 0 with the counters. The signal comes once a message was
+// delivered; --duration is a timer the producer races by design, so there
+// it is only checked that what was sent was completed, acked or failed.
 func TestStopBySignalAndDuration(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "stop"))
 	if err != nil {
@@ -182,27 +204,28 @@ func TestStopBySignalAndDuration(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		duration time.Duration
-		cancel   time.Duration
 	}{
-		{"signal", 0, 300 * time.Millisecond},
-		{"duration", 300 * time.Millisecond, 0},
+		{"signal", 0},
+		{"duration", 300 * time.Millisecond},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
-			if tt.cancel > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tt.cancel)
-				defer cancel()
-			}
-			ios, _, out, errOut := cmdutil.Test()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var errOut testio.SyncBuffer
+			ios, _, out, _ := cmdutil.Test()
+			ios.ErrOut = &errOut
 			o := &ProduceOptions{IO: ios, Context: ctx, Bootstrap: c.ListenAddrs()[0], Topic: "stop",
-				Interval: 50 * time.Millisecond, Duration: tt.duration, LogLevel: "warn", StatsJSON: true}
+				Interval: 50 * time.Millisecond, Duration: tt.duration, LogLevel: "info", StatsJSON: true}
 			done := make(chan error, 1)
 			go func() { done <- runProduce(o) }()
+			if tt.duration == 0 {
+				waitLog(t, &errOut, "message 0 delivered")
+				cancel()
+			}
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Fatalf("%v\n%s", err, errOut)
+					t.Fatalf("%v\n%s", err, errOut.String())
 				}
 			case <-time.After(20 * time.Second):
 				t.Fatal("run did not stop")
@@ -211,9 +234,101 @@ func TestStopBySignalAndDuration(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &st); err != nil {
 				t.Fatal(err)
 			}
-			if st.RecordsAcked < 1 || st.ConnectionsOpen != 0 || st.ClosedOnClose != st.ConnectionsOpened {
+			if st.RecordsAcked+st.RecordsFailed < 1 || st.ConnectionsOpen != 0 || st.ClosedOnClose != st.ConnectionsOpened {
 				t.Errorf("stats: %+v", st)
 			}
+			if tt.duration == 0 && st.RecordsAcked < 1 {
+				t.Errorf("stats: %+v, want the delivered message acked", st)
+			}
 		})
+	}
+}
+
+// TestBlockCallbacks: with --block-callbacks the first callback blocks the
+// network goroutine (no message is reported delivered) until Release is
+// closed; then every message is delivered and none blocks again.
+func TestBlockCallbacks(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "block"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tt := range []struct {
+		name    string
+		release bool // else the run's end (a signal) ends the block
+	}{{"released", true}, {"signalled", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			release := make(chan struct{})
+			var errOut testio.SyncBuffer
+			ios, _, out, _ := cmdutil.Test()
+			ios.ErrOut = &errOut
+			o := &ProduceOptions{IO: ios, Context: ctx, Bootstrap: c.ListenAddrs()[0], Topic: "block", Messages: 3,
+				Interval: 10 * time.Millisecond, BlockCallbacks: true, Release: release, LogLevel: "info", StatsJSON: true,
+				Set: []string{"linger.ms=0"}}
+			done := make(chan error, 1)
+			go func() { done <- runProduce(o) }()
+			waitLog(t, &errOut, "message 0: callback blocking the network goroutine until SIGUSR1")
+			if strings.Contains(errOut.String(), "delivered") {
+				t.Fatalf("a message reported delivered while the first callback blocks:\n%s", errOut.String())
+			}
+			if tt.release {
+				close(release)
+			} else {
+				cancel()
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%v\n%s", err, errOut.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("run did not end after the block was lifted")
+			}
+			var st statsJSON
+			if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+				t.Fatal(err)
+			}
+			if tt.release {
+				for _, m := range []string{"callbacks released", "message 0 delivered", "message 2 delivered"} {
+					if !strings.Contains(errOut.String(), m) {
+						t.Errorf("stderr lacks %q:\n%s", m, errOut.String())
+					}
+				}
+				if st.RecordsAcked != 3 {
+					t.Errorf("stats: %+v, want 3 acked", st)
+				}
+			}
+			if st.ConnectionsOpen != 0 || st.ClosedOnClose != st.ConnectionsOpened {
+				t.Errorf("stats: %+v, want the producer closed", st)
+			}
+		})
+	}
+}
+
+// TestReleaseOnSIGUSR1: the channel closes on the process's first SIGUSR1.
+func TestReleaseOnSIGUSR1(t *testing.T) {
+	release, stop := releaseOnSIGUSR1()
+	defer stop()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-release:
+	case <-time.After(20 * time.Second):
+		t.Fatal("SIGUSR1 did not close the channel")
+	}
+}
+
+// waitLog waits, for at most 20 s, until buf holds s.
+func waitLog(t *testing.T, buf *testio.SyncBuffer, s string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(buf.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within 20s:\n%s", s, buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

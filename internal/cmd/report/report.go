@@ -5,8 +5,8 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/atomicfile"
 	"github.com/kdiag/kdiag/internal/human"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -93,6 +93,10 @@ func runReport(o *ReportOptions) error {
 	if err != nil {
 		return cmdutil.UsageErrorf("report: %v", err)
 	}
+	if n := record.SortByTime(snaps); n > 0 {
+		notes = append(notes, record.Note{Text: fmt.Sprintf("%s out of time order (two watches appending to one file, or a file pieced together): sorted by time, none dropped",
+			human.Plural(n, "snapshot"))})
+	}
 	var ns []string
 	for _, n := range notes {
 		msg := fmt.Sprintf("%s: %s", o.File, n)
@@ -109,7 +113,8 @@ func runReport(o *ReportOptions) error {
 		_, err := o.IO.Out.Write(buf.Bytes())
 		return err
 	}
-	if err := os.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
+	// 0600: a report holds command lines and endpoints.
+	if err := atomicfile.Write(o.Out, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	fmt.Fprintf(o.IO.ErrOut, "kdiag report: %s: %s, %s written to %s\n", o.File, human.Plural(len(snaps), "snapshot"), human.Plural(len(a.Findings), "finding"), o.Out)

@@ -66,3 +66,62 @@ func TestReportFlagsAndErrors(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestOutOfOrderRecording replays the real recording with its halves
+// swapped and reversed: every sample is reported (sorted by time), and a
+// note says some were out of order.
+func TestOutOfOrderRecording(t *testing.T) {
+	b, err := os.ReadFile("../../../report/testdata/leak.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+	if !strings.HasSuffix(lines[len(lines)-1], "\n") {
+		lines[len(lines)-1] += "\n"
+	}
+	half := len(lines) / 2
+	reversed := make([]string, len(lines))
+	for i, l := range lines {
+		reversed[len(lines)-1-i] = l
+	}
+	for name, body := range map[string]string{
+		"swapped":  strings.Join(lines[half:], "") + strings.Join(lines[:half], ""),
+		"reversed": strings.Join(reversed, ""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name+".jsonl")
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ios, _, out, errOut := cmdutil.Test()
+			if err := runReport(&ReportOptions{IO: ios, File: path, Output: "markdown"}); err != nil {
+				t.Fatal(err)
+			}
+			if want := itoa(len(lines)) + " samples"; !strings.Contains(out.String(), want) {
+				t.Errorf("report lacks %q: %.300s", want, out)
+			}
+			if !strings.Contains(errOut.String(), "out of time order") || !strings.Contains(errOut.String(), "none dropped") {
+				t.Errorf("stderr %q: want a note that snapshots were sorted", errOut)
+			}
+		})
+	}
+}
+
+// TestNoSnapshotSaysWhy: a file with no snapshot says why, from its first
+// lines, not only that it has none.
+func TestNoSnapshotSaysWhy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte("hello\n{\"source\":\"netlink\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, _ := cmdutil.Test()
+	err := runReport(&ReportOptions{IO: ios, File: path, Output: "markdown"})
+	if cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+		t.Fatalf("exit %d (%v), want %d", cmdutil.ExitCode(err), err, cmdutil.ExitUsage)
+	}
+	for _, want := range []string{"no snapshot in the recording", "line 1: not a snapshot", "line 2: snapshot without a time"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}

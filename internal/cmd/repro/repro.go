@@ -8,12 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kdiag/kdiag/internal/human"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kdiag/kdiag/internal/human"
 
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/repro"
@@ -42,9 +43,12 @@ type ReproOptions struct {
 	Parallel       bool
 	Verbose        bool
 	Output         string
+	// Width is what the table and the text fit: the terminal's width, or
+	// DefaultWidth when standard output is not a terminal.
+	Width int
 }
 
-var formats = []string{"table", "json"}
+var formats = []string{"table", "wide", "json"}
 
 // NewCmdRepro returns `kdiag repro`. runF, when non-nil, replaces the run.
 func NewCmdRepro(f *cmdutil.Factory, runF func(*ReproOptions) error) *cobra.Command {
@@ -52,7 +56,7 @@ func NewCmdRepro(f *cmdutil.Factory, runF func(*ReproOptions) error) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:   "repro [SCENARIO...]",
 		Short: "Reproduce passive-close CLOSE_WAIT with the reference producer and an idle-closing broker",
-		Long: `Reproduce, in about 20 seconds, how a Kafka producer ends up with sockets in CLOSE_WAIT.
+		Long: `Reproduce, in about 12 seconds, how a Kafka producer ends up with sockets in CLOSE_WAIT.
 
 Each scenario starts an embedded 3-broker Kafka cluster on 127.0.0.1 that closes
 connections idle for --broker-idle (the broker's connections.max.idle.ms), runs
@@ -67,9 +71,14 @@ one after another).
 Scenarios:
 ` + scenarioHelp() + `
 Timers are scaled: real defaults are divided by --scale (200), so the broker's
-10m idle timeout becomes 3s. Per scenario:
+10m idle timeout becomes 3s, and every time kdiag repro prints (the scenarios
+above, the table, the verdicts) is at that scale. Per scenario:
 ` + scaleHelp() + `
 Request and delivery timeouts keep their real values.
+
+The table fits the terminal (80 columns when output is not one); -o wide adds
+the producer's configuration and both sides' counts of connections, -o json
+has everything, the samples included.
 
 Against a real cluster (--bootstrap-server), tell kdiag its idle timeout with
 --broker-idle (default 10m); the scenario timers are derived from it, and
@@ -82,6 +91,9 @@ not (the verdict says what was seen), 2 for bad flags.`,
 
   # one scenario, longer, with the broker's and producer's logs on stderr
   kdiag repro passive-close --duration 30s --verbose
+
+  # every detail, however wide
+  kdiag repro -o wide
 
   # as JSON, for a script
   kdiag repro -o json | jq '.scenarios[] | {name, close_wait_peak, verdict}'
@@ -124,6 +136,9 @@ not (the verdict says what was seen), 2 for bad flags.`,
 			defer stop()
 			opts.Context = ctx
 			opts.Executable = f.Executable
+			if opts.Width = f.IO.TerminalWidth(); opts.Width <= 0 {
+				opts.Width = DefaultWidth
+			}
 			if opts.Sockets == nil {
 				opts.Sockets = repro.ScannerSource(f.ProcRoot)
 			}
@@ -146,10 +161,11 @@ not (the verdict says what was seen), 2 for bad flags.`,
 	return cmd
 }
 
+// scenarioHelp describes each scenario at the default scale.
 func scenarioHelp() string {
 	var b strings.Builder
 	for _, s := range repro.Catalog() {
-		fmt.Fprintf(&b, "  %-17s %s\n", s.Name, wrap(s.Shows, 60, strings.Repeat(" ", 20)))
+		fmt.Fprintf(&b, "  %-17s %s\n", s.Name, wrap(s.Describe(repro.RealBrokerIdle/repro.DefaultScale), 60, strings.Repeat(" ", 20)))
 	}
 	return b.String()
 }
@@ -167,34 +183,12 @@ func scaleHelp() string {
 			parts = append(parts, "client idle -1 (never)")
 		}
 		parts = append(parts, fmt.Sprintf("a message every %s -> %s", s.Interval, repro.Scale(s.Interval, b)))
-		if s.CallbackDelay > 0 {
-			parts = append(parts, fmt.Sprintf("callback blocks %s -> %s", s.CallbackDelay, repro.Scale(s.CallbackDelay, b)))
+		if s.BlockCallbacks {
+			parts = append(parts, "callbacks block until every connection is in CLOSE_WAIT")
 		}
 		fmt.Fprintf(&w, "  %-17s %s\n", s.Name, strings.Join(parts, ", "))
 	}
 	return w.String()
-}
-
-// wrap breaks s into lines of at most width runes, indenting the
-// continuation lines.
-func wrap(s string, width int, indent string) string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(word) > width {
-			lines = append(lines, line)
-			line = word
-			continue
-		}
-		if line != "" {
-			line += " "
-		}
-		line += word
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n"+indent)
 }
 
 func runRepro(opts *ReproOptions) error {
@@ -232,26 +226,15 @@ func runRepro(opts *ReproOptions) error {
 		duration = 4 * opts.BrokerIdle
 	}
 
+	width := opts.Width
+	if width <= 0 {
+		width = DefaultWidth
+	}
 	var prog *progress
-	if opts.Output == "table" {
-		prog = newProgress(opts.IO.Out, opts.IO.IsStdoutTTY() && !opts.Verbose, scenarios, duration)
-		where := "an embedded 3-broker cluster on 127.0.0.1"
-		if opts.Bootstrap != "" {
-			where = opts.Bootstrap
-		}
-		// Each scenario takes its duration, plus the producer's close, which
-		// waits for a blocked callback, plus about a second to start.
-		var total time.Duration
-		for _, sc := range scenarios {
-			one := duration + repro.Scale(sc.CallbackDelay, opts.BrokerIdle) + time.Second
-			if opts.Parallel {
-				total = max(total, one)
-			} else {
-				total += one
-			}
-		}
-		fmt.Fprintf(opts.IO.Out, "kdiag repro: %s against %s, broker idle timeout %s (real 10m / %g), %s each (about %s in all).\n\n",
-			human.Plural(len(scenarios), "scenario"), where, opts.BrokerIdle, float64(repro.RealBrokerIdle)/float64(opts.BrokerIdle), duration, total.Round(time.Second))
+	if opts.Output != "json" {
+		prog = newProgress(opts.IO.Out, opts.IO.IsStdoutTTY() && !opts.Verbose, scenarios, duration, width)
+		fmt.Fprintln(opts.IO.Out, wrap(headline(opts, len(scenarios), duration), width, ""))
+		fmt.Fprintln(opts.IO.Out)
 	}
 
 	results := make([]*repro.Result, len(scenarios))
@@ -310,9 +293,16 @@ func runRepro(opts *ReproOptions) error {
 		}{opts.BrokerIdle.Milliseconds(), done, failed}); err != nil {
 			return err
 		}
+	case "wide":
+		if err := writeWide(opts.IO.Out, done); err != nil {
+			return err
+		}
+		writeExplanations(opts.IO.Out, done, width)
 	default:
-		writeTable(opts.IO.Out, done)
-		writeExplanations(opts.IO.Out, done)
+		if err := writeTable(opts.IO.Out, done, width); err != nil {
+			return err
+		}
+		writeExplanations(opts.IO.Out, done, width)
 	}
 
 	if ctx.Err() != nil {
@@ -327,4 +317,27 @@ func runRepro(opts *ReproOptions) error {
 		}
 	}
 	return nil
+}
+
+// headline says what is about to run, how long it takes and at what scale
+// the times it prints are.
+func headline(opts *ReproOptions, n int, duration time.Duration) string {
+	where := "an embedded 3-broker cluster on 127.0.0.1"
+	if opts.Bootstrap != "" {
+		where = opts.Bootstrap
+	}
+	// Each scenario takes its duration plus about a second to start and
+	// stop.
+	total := duration + time.Second
+	if !opts.Parallel {
+		total = time.Duration(n) * (duration + time.Second)
+	}
+	scale := float64(repro.RealBrokerIdle) / float64(opts.BrokerIdle)
+	times := fmt.Sprintf("Times are real: the broker closes idle connections after %s.", human.Age(opts.BrokerIdle))
+	if opts.BrokerIdle != repro.RealBrokerIdle {
+		times = fmt.Sprintf("Every time below is at the run's scale, the real timers divided by %g: the broker's 10m idle timeout is %s here, the Java client's 9m is %s.",
+			scale, human.Age(opts.BrokerIdle), human.Age(repro.Scale(9*time.Minute, opts.BrokerIdle)))
+	}
+	return fmt.Sprintf("kdiag repro: %s against %s, %s each (about %s in all). %s",
+		human.Plural(n, "scenario"), where, human.Age(duration), human.Age(total), times)
 }

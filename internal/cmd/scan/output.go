@@ -54,7 +54,7 @@ func writeTable(w io.Writer, snap *netstat.Snapshot, v view) error {
 
 	header := []string{"PID", "PROCESS", "USER", "NAMESPACE"}
 	for _, st := range states {
-		header = append(header, strings.ToUpper(st.Flag()))
+		header = append(header, stateColumn(st))
 	}
 	header = append(header, "OLDEST CLOSE-WAIT", "TOP REMOTES", "KAFKA")
 	var rows [][]string
@@ -79,15 +79,37 @@ func writeTable(w io.Writer, snap *netstat.Snapshot, v view) error {
 	return renderTable(w, header, rows)
 }
 
+// stateColumn is the table's column title for a state: CLOSE sockets are
+// the fds of TCP sockets the kernel dropped (see netstat.Close), held by the
+// process.
+func stateColumn(st netstat.State) string {
+	if st == netstat.Close {
+		return "HELD-CLOSE"
+	}
+	return strings.ToUpper(st.Flag())
+}
+
+// endpoint writes an address, "-" when unknown (a held CLOSE socket a
+// one-shot scan never saw connected).
+func endpoint(ap netip.AddrPort) string {
+	if !ap.IsValid() {
+		return "-"
+	}
+	return ap.String()
+}
+
 // procTally is what a table row says of one process's sockets, counted in
 // one pass: the table of 20,000 sockets used to copy them into per-process
 // lists and format every remote endpoint, 4 MB more than the scan itself.
 type procTally struct {
-	n       int
-	states  map[netstat.State]int
-	old     time.Duration // the oldest CLOSE_WAIT age, if hasOld
-	hasOld  bool
-	remotes map[netip.AddrPort]int
+	n      int
+	states map[netstat.State]int
+	// old and oldMax bound the oldest CLOSE_WAIT age, if hasOld: the
+	// largest of the sockets' lower bounds and of their upper bounds (the
+	// two are equal when every age is exact).
+	old, oldMax time.Duration
+	hasOld      bool
+	remotes     map[netip.AddrPort]int
 }
 
 // tallies are the procTallies of a snapshot by holder pid (0: none).
@@ -114,8 +136,11 @@ func tally(socks []netstat.Socket) tallies {
 		}
 		t.n++
 		t.states[s.State]++
-		if s.State == netstat.CloseWait && s.HasAge && (!t.hasOld || s.Age > t.old) {
-			t.old, t.hasOld = s.Age, true
+		if s.State == netstat.CloseWait && s.HasAge {
+			if !t.hasOld {
+				t.old, t.oldMax, t.hasOld = s.Age, s.AgeMax(), true
+			}
+			t.old, t.oldMax = max(t.old, s.Age), max(t.oldMax, s.AgeMax())
 		}
 		// Listeners have no remote.
 		if s.State != netstat.Listen && s.Remote.Port() != 0 {
@@ -131,7 +156,16 @@ func (t *procTally) oldest() string {
 	if !t.hasOld {
 		return "-"
 	}
-	return human.Age(t.old)
+	return ageRange(t.old, t.oldMax)
+}
+
+// ageRange writes an age known between lo and hi: "12s" when they are the
+// same (exact), else "4s-40s".
+func ageRange(lo, hi time.Duration) string {
+	if a, b := human.Age(lo), human.Age(hi); a != b {
+		return a + "-" + b
+	}
+	return human.Age(lo)
 }
 
 // topRemotes names the most frequent remote endpoints, "127.0.0.1:9092
@@ -176,9 +210,9 @@ func writeWide(w io.Writer, snap *netstat.Snapshot, v view) error {
 		}
 		age := "-"
 		if s.HasAge {
-			age = human.Age(s.Age)
+			age = ageRange(s.Age, s.AgeMax())
 		}
-		r[0], r[1], r[2] = s.State.String(), s.Local.String(), s.Remote.String()
+		r[0], r[1], r[2] = s.State.String(), endpoint(s.Local), endpoint(s.Remote)
 		r[3], r[4] = strconv.FormatUint(uint64(s.RecvQ), 10), strconv.FormatUint(uint64(s.SendQ), 10)
 		r[5], r[6], r[7], r[8], r[9] = age, pid, fd, name, namespace(containers[s.PID], s.NetNS, v.hostNS)
 	})
@@ -371,6 +405,14 @@ func writeJSON(w io.Writer, snap *netstat.Snapshot, _ view) error {
 		}
 		bw.Write(b)
 	}
+	if snap.Unseen != nil {
+		bw.WriteString(`,"unseen":`)
+		b, err := json.Marshal(snap.Unseen)
+		if err != nil {
+			return err
+		}
+		bw.Write(b)
+	}
 	bw.WriteString("}\n")
 	return bw.Flush()
 }
@@ -407,10 +449,20 @@ func appendSocketJSON(b []byte, s *netstat.Socket) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(s.PID), 10)
 	b = append(b, `,"fd":`...)
 	b = strconv.AppendInt(b, int64(s.FD), 10)
+	if s.IdleMS > 0 {
+		b = append(b, `,"idle_ms":`...)
+		b = strconv.AppendUint(b, uint64(s.IdleMS), 10)
+	}
 	b = append(b, `,"age_ms":`...)
-	if s.HasAge {
+	switch {
+	case s.AgeExact():
 		b = strconv.AppendInt(b, s.Age.Milliseconds(), 10)
-	} else {
+	case s.HasAge:
+		b = append(b, `null,"age_min_ms":`...)
+		b = strconv.AppendInt(b, s.Age.Milliseconds(), 10)
+		b = append(b, `,"age_max_ms":`...)
+		b = strconv.AppendInt(b, s.AgeMax().Milliseconds(), 10)
+	default:
 		b = append(b, "null"...)
 	}
 	return append(b, '}'), nil

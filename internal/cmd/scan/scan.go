@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/kdiag/kdiag/internal/cmdutil"
-	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/spf13/cobra"
 )
@@ -69,9 +68,18 @@ that maps librdkafka, or one with sockets to --brokers (by default to ports
 9092-9094). For CLOSE_WAIT, Recv-Q 1 means the peer's FIN was never read, 0 that
 it was read but the socket never closed, more that data was left unread too.
 
+CLOSE (the HELD-CLOSE column) is what ss cannot show: TCP sockets the kernel
+dropped from its tables (a keepalive probe after a CLOSE_WAIT got the peer's
+RST) whose fds the process still holds: the same leak one stage later. They
+are found by reading every fd of the processes, so only --state all (the
+default) or a list with close pays for it; --state close-wait does not. Their
+addresses are unknown to a single scan ("-"); kdiag watch keeps the ones they
+had in CLOSE_WAIT.
+
 With --warn or --crit scan is a monitoring check (the Nagios plugin convention):
 a one-line summary first, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, on the
-largest CLOSE_WAIT count of one process ("more than N").
+largest count of CLOSE_WAIT plus held CLOSE sockets of one process ("more than
+N"). UNKNOWN also when sockets kdiag could not attribute could change it.
 
 Notes about what could not be seen (other users' processes when not root,
 processes that exited during the scan) go to stderr, once.`,
@@ -101,8 +109,8 @@ processes that exited during the scan) go to stderr, once.`,
 	fl := cmd.Flags()
 	cmdutil.AddFilterFlags(fl, &opts.Filters)
 	cmdutil.FormatFlag(fl, &opts.Output, "table", cmdutil.Keys(formats))
-	fl.IntVar(&opts.Warn, "warn", -1, "monitoring: WARNING (exit 1) when a process has more than N CLOSE_WAIT sockets")
-	fl.IntVar(&opts.Crit, "crit", -1, "monitoring: CRITICAL (exit 2) when a process has more than N CLOSE_WAIT sockets")
+	fl.IntVar(&opts.Warn, "warn", -1, "monitoring: WARNING (exit 1) when a process has more than N CLOSE_WAIT (plus held CLOSE) sockets")
+	fl.IntVar(&opts.Crit, "crit", -1, "monitoring: CRITICAL (exit 2) when a process has more than N CLOSE_WAIT (plus held CLOSE) sockets")
 	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the scan to this file")
 	_ = fl.MarkHidden("cpuprofile")
 	fl.StringVar(&opts.MemProfile, "memprofile", "", "write a profile of the scan's allocations to this file")
@@ -216,13 +224,17 @@ func selfNetNS(procRoot string) uint64 {
 // checkLine computes the monitoring status on the largest CLOSE_WAIT count of
 // one process and writes the one-line summary, perfdata after the "|".
 func checkLine(snap *netstat.Snapshot, warn, crit int, now time.Time) (int, string) {
+	cwName, heldName := netstat.CloseWait.String(), netstat.Close.String()
+	// A held CLOSE socket is a CLOSE_WAIT one a keepalive RST took out of
+	// the kernel's tables: the same leak, one stage later, so it counts.
+	leaked := func(p *netstat.Process) int { return p.States[cwName] + p.States[heldName] }
 	var worst *netstat.Process
 	total := 0
 	for i := range snap.Processes {
 		p := &snap.Processes[i]
-		n := p.States[netstat.CloseWait.String()]
+		n := leaked(p)
 		total += n
-		if n > 0 && (worst == nil || n > worst.States[netstat.CloseWait.String()]) {
+		if n > 0 && (worst == nil || n > leaked(worst)) {
 			worst = p
 		}
 	}
@@ -234,29 +246,49 @@ func checkLine(snap *netstat.Snapshot, warn, crit int, now time.Time) (int, stri
 	}
 	max := 0
 	if worst != nil {
-		max = worst.States[netstat.CloseWait.String()]
+		max = leaked(worst)
 	}
-	status, code := "OK", cmdutil.ExitOK
-	switch {
-	case crit >= 0 && max > crit:
-		status, code = "CRITICAL", cmdutil.ExitCritical
-	case warn >= 0 && max > warn:
-		status, code = "WARNING", cmdutil.ExitWarning
+	perf := fmt.Sprintf("close_wait=%d;%s;%s close_wait_total=%d", max, thr(warn), thr(crit), total+unattributed)
+	status, code := checkStatus(max, warn, crit)
+	// What kdiag could not see could change the verdict when the unseen
+	// CLOSE_WAIT, all in the worst process, would cross a threshold it has
+	// not: then the check does not know (UNKNOWN), and says why first.
+	if u := snap.Unseen; u != nil && u.Sockets[cwName] > 0 {
+		n := u.Sockets[cwName]
+		if could, _ := checkStatus(max+n, warn, crit); could != status {
+			return cmdutil.ExitUnknown, fmt.Sprintf("KDIAG UNKNOWN - %d CLOSE_WAIT unattributed, enough to make it %s: %s | %s", n, could, u.Reason, perf)
+		}
 	}
 	var msg string
 	if worst == nil {
 		msg = "no CLOSE_WAIT socket in any process"
 	} else {
-		msg = fmt.Sprintf("%d CLOSE_WAIT in pid %d (%s)", max, worst.PID, worst.Name)
-		if age, ok := oldestCloseWait(snap.Sockets, worst.PID); ok {
-			msg += ", oldest " + human.Age(age)
+		msg = fmt.Sprintf("%d CLOSE_WAIT", worst.States[cwName])
+		if h := worst.States[heldName]; h > 0 {
+			msg += fmt.Sprintf(" and %d held CLOSE", h)
+		}
+		msg += fmt.Sprintf(" in pid %d (%s)", worst.PID, worst.Name)
+		if lo, hi, ok := oldestCloseWait(snap.Sockets, worst.PID); ok {
+			msg += ", oldest " + ageRange(lo, hi)
 		}
 	}
 	if unattributed > 0 {
 		msg += fmt.Sprintf("; %d CLOSE_WAIT unattributed", unattributed)
 	}
-	perf := fmt.Sprintf("close_wait=%d;%s;%s close_wait_total=%d", max, thr(warn), thr(crit), total+unattributed)
 	return code, fmt.Sprintf("KDIAG %s - %s | %s", status, msg, perf)
+}
+
+// checkStatus is the status of a largest count of max CLOSE_WAIT in one
+// process: CRITICAL above crit, WARNING above warn (a negative threshold is
+// off).
+func checkStatus(max, warn, crit int) (string, int) {
+	switch {
+	case crit >= 0 && max > crit:
+		return "CRITICAL", cmdutil.ExitCritical
+	case warn >= 0 && max > warn:
+		return "WARNING", cmdutil.ExitWarning
+	}
+	return "OK", cmdutil.ExitOK
 }
 
 func thr(n int) string {
@@ -266,16 +298,14 @@ func thr(n int) string {
 	return strconv.Itoa(n)
 }
 
-// oldestCloseWait returns the largest age among pid's CLOSE_WAIT sockets.
-func oldestCloseWait(socks []netstat.Socket, pid int) (time.Duration, bool) {
-	var max time.Duration
-	ok := false
-	for _, s := range socks {
+// oldestCloseWait bounds the age of pid's oldest CLOSE_WAIT socket: the
+// largest lower and upper bounds of the sockets' ages.
+func oldestCloseWait(socks []netstat.Socket, pid int) (lo, hi time.Duration, ok bool) {
+	for i := range socks {
+		s := &socks[i]
 		if s.PID == pid && s.State == netstat.CloseWait && s.HasAge {
-			if !ok || s.Age > max {
-				max, ok = s.Age, true
-			}
+			lo, hi, ok = max(lo, s.Age), max(hi, s.AgeMax()), true
 		}
 	}
-	return max, ok
+	return lo, hi, ok
 }

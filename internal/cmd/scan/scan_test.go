@@ -24,7 +24,11 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 func TestMain(m *testing.M) {
 	sockettest.MaybeRunChild()
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 var fixedNow = time.Date(2026, 12, 2, 15, 4, 5, 0, time.UTC)
@@ -164,19 +168,28 @@ func fixedSnapshot() *netstat.Snapshot {
 			sock(netstat.TimeWait, "10.0.0.5:40050", "10.0.0.21:9092", 0, 0, -1, 0, host),
 			sock(netstat.CloseWait, "10.0.0.5:40001", "10.0.0.21:9092", 1, 4242, 57, 3*time.Minute+12*time.Second, host),
 			sock(netstat.CloseWait, "10.0.0.5:40002", "10.0.0.21:9092", 1, 4242, 58, 2*time.Minute, host),
-			sock(netstat.CloseWait, "10.0.0.5:40003", "10.0.0.22:9092", 0, 4242, 59, 95*time.Second, host),
+			// Keepalive answered after the FIN: between 95 s and 4m10s.
+			func() netstat.Socket {
+				s := sock(netstat.CloseWait, "10.0.0.5:40003", "10.0.0.22:9092", 0, 4242, 59, 95*time.Second, host)
+				s.AgeSpan = 155000
+				return s
+			}(),
 			sock(netstat.CloseWait, "10.0.1.7:51001", "10.0.0.23:9093", 7, 777, 13, 42*time.Second, pod),
 			sock(netstat.CloseWait, "10.0.0.5:40004", "10.0.0.23:9093", 1, 0, -1, 0, host),
 			sock(netstat.Listen, "0.0.0.0:8080", "0.0.0.0:0", 0, 4242, 9, 0, host),
+			// Held CLOSE: reset out of the kernel's tables, fd still held.
+			{Family: netstat.IPv4, State: netstat.Close, Inode: 104300, PID: 4242, FD: 60, NetNS: host},
 		},
 		Processes: []netstat.Process{
 			{PID: 777, Name: "producer", Cmdline: "./producer -brokers kafka:9092", User: "app", UID: 1000, NetNS: pod,
 				Container: "3f4e5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081",
 				Kafka:     "maps librdkafka (librdkafka.so.1)", States: map[string]int{"ESTABLISHED": 1, "CLOSE_WAIT": 1}},
 			{PID: 4242, Name: "java", Cmdline: "java -cp /app/lib/kafka-clients-3.7.0.jar:/app/app.jar App", User: "kafka", UID: 998, NetNS: host,
-				Kafka: "kafka-clients on class path (kafka-clients-3.7.0.jar)", States: map[string]int{"ESTABLISHED": 1, "CLOSE_WAIT": 3, "LISTEN": 1}},
+				Kafka: "kafka-clients on class path (kafka-clients-3.7.0.jar)", States: map[string]int{"ESTABLISHED": 1, "CLOSE_WAIT": 3, "LISTEN": 1, "CLOSE": 1}},
 		},
-		Notes: []string{"1 socket unattributed: the fds of 1 process could not be read (permission denied); run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them"},
+		Notes: []string{"1 socket unattributed: the fds of pid 31337 (cron) could not be read (permission denied; run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them)"},
+		Unseen: &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1},
+			Reason: "the fds of pid 31337 (cron) could not be read (permission denied; run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them)", PIDs: []int{31337}},
 	}
 }
 
@@ -276,10 +289,14 @@ func TestMonitoring(t *testing.T) {
 		code       int
 		line       string
 	}{
-		{"ok", 5, 10, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT in pid 4242 (java), oldest 3m12s; 1 CLOSE_WAIT unattributed | close_wait=3;5;10 close_wait_total=5"},
-		{"warning", 2, 10, cmdutil.ExitWarning, "KDIAG WARNING - 3 CLOSE_WAIT in pid 4242 (java), oldest 3m12s; 1 CLOSE_WAIT unattributed | close_wait=3;2;10 close_wait_total=5"},
-		{"critical", 1, 2, cmdutil.ExitCritical, "KDIAG CRITICAL - 3 CLOSE_WAIT in pid 4242 (java), oldest 3m12s; 1 CLOSE_WAIT unattributed | close_wait=3;1;2 close_wait_total=5"},
-		{"at the threshold is not above it", 3, -1, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT in pid 4242 (java), oldest 3m12s; 1 CLOSE_WAIT unattributed | close_wait=3;3; close_wait_total=5"},
+		// java holds 3 CLOSE_WAIT and 1 held CLOSE: 4 leaked.
+		{"ok", 5, 10, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT and 1 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=4;5;10 close_wait_total=6"},
+		{"warning", 2, 10, cmdutil.ExitWarning, "KDIAG WARNING - 3 CLOSE_WAIT and 1 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=4;2;10 close_wait_total=6"},
+		{"critical", 1, 2, cmdutil.ExitCritical, "KDIAG CRITICAL - 3 CLOSE_WAIT and 1 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=4;1;2 close_wait_total=6"},
+		{"at the threshold is not above it", 5, -1, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT and 1 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=4;5; close_wait_total=6"},
+		// The unattributed socket, were it java's, would make it 5: above 4.
+		{"what was not seen could cross warn", 4, 10, cmdutil.ExitUnknown, "KDIAG UNKNOWN - 1 CLOSE_WAIT unattributed, enough to make it WARNING: the fds of pid 31337 (cron) could not be read (permission denied; run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them) | close_wait=4;4;10 close_wait_total=6"},
+		{"what was not seen could cross crit", 1, 4, cmdutil.ExitUnknown, "KDIAG UNKNOWN - 1 CLOSE_WAIT unattributed, enough to make it CRITICAL: the fds of pid 31337 (cron) could not be read (permission denied; run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them) | close_wait=4;1;4 close_wait_total=6"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -439,6 +456,25 @@ func TestScanFixtureProcRoot(t *testing.T) {
 		}
 	}
 
+	// pid 200 holds the second CLOSE_WAIT, but is a zombie by the time its
+	// details are read: nothing but its stat is left, and its fds closed
+	// with it.
+	write("200/stat", "200 (producer) Z 1 200 200 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 30 0 12345 0 0 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	if err := os.Link(filepath.Join(root, "100/ns/net"), filepath.Join(root, "200/ns/net")); err != nil {
+		if err := os.MkdirAll(filepath.Join(root, "200/ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(filepath.Join(root, "100/ns/net"), filepath.Join(root, "200/ns/net")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "200/fd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("socket:[5003]", filepath.Join(root, "200/fd/5")); err != nil {
+		t.Fatal(err)
+	}
+
 	f, out, errOut := factory()
 	f.ProcRoot = root
 	cmd := NewCmdScan(f, nil)
@@ -473,7 +509,10 @@ func TestScanFixtureProcRoot(t *testing.T) {
 		t.Errorf("source %q, want proc (a fixture tree has no kernel behind it)", snap.Source)
 	}
 	if len(snap.Processes) != 1 {
-		t.Fatalf("processes %+v, want pid 100 only", snap.Processes)
+		t.Fatalf("processes %+v, want pid 100 only (pid 200 exited)", snap.Processes)
+	}
+	if want := "kdiag: note: pid 200 exited before its details were read; 1 socket is left unattributed"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 	p := snap.Processes[0]
 	if p.PID != 100 || p.Name != "java" || p.UID != 1000 || !strings.HasPrefix(p.Kafka, "kafka-clients on class path") ||

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kdiag/kdiag/internal/atomicfile"
 	"net"
 	"net/http"
 	"net/netip"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kdiag/kdiag/analyzer"
+	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/metrics"
@@ -67,6 +69,9 @@ type WatchOptions struct {
 	Listening func(addr string)
 	// Scanned, when set, is called after each successful scan (tests).
 	Scanned func(n int, s *netstat.Snapshot)
+	// Identify names each process's Kafka client for the diagnosis
+	// (clients.Identifier of the proc root); nil: from the scan's record.
+	Identify func(netstat.Process) clients.Client
 }
 
 // NewCmdWatch returns `kdiag watch`. runF, when non-nil, replaces runWatch.
@@ -113,6 +118,9 @@ e.g. --state close-wait,established, to use them.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.complete(); err != nil {
 				return err
+			}
+			if opts.Identify == nil {
+				opts.Identify = clients.Identifier(f.ProcRoot)
 			}
 			if opts.Scan == nil {
 				sc, closeEvents, err := opts.scanner(f.ProcRoot)
@@ -203,6 +211,14 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 		n, err := c.Read()
 		return n.Touching(uint32(mask)), err
 	}
+	sc.Transitions = func() ([]netstat.Transition, error) {
+		ts, err := c.Transitions()
+		out := make([]netstat.Transition, len(ts))
+		for i, t := range ts {
+			out[i] = netstat.Transition{Local: t.Local, Remote: t.Remote, New: netstat.State(t.New), At: t.At, Sock: t.Sock}
+		}
+		return out, err
+	}
 	return sc, func() { c.Close() }, nil
 }
 
@@ -273,7 +289,19 @@ func runWatch(o *WatchOptions) error {
 		defer cancel()
 	}
 
-	tracker := analyzer.NewTracker(analyzerOptions(o.Query, o.Window, o.StuckAge))
+	if o.Textfile != "" {
+		// A kdiag killed mid-write leaves its temporary file behind.
+		note, err := metrics.CleanTextfileDir(o.Textfile)
+		if note != "" {
+			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: %s\n", note)
+		}
+		if err != nil {
+			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: --textfile: cleaning up: %v\n", err)
+		}
+	}
+	aopts := analyzerOptions(o.Query, o.Window, o.StuckAge)
+	aopts.Identify = o.Identify
+	tracker := analyzer.NewTracker(aopts)
 	col := metrics.New()
 	var rec *record.Writer
 	if o.Record != "" {
@@ -288,6 +316,9 @@ func runWatch(o *WatchOptions) error {
 		ln, err := net.Listen("tcp", o.Listen)
 		if err != nil {
 			return cmdutil.UsageErrorf("--listen: %v", err)
+		}
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: warning: --listen %s serves pids, process names and remote endpoints, without authentication, to anyone who can reach %s; use 127.0.0.1 unless you mean it (a DaemonSet behind a NetworkPolicy)\n", o.Listen, a)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metrics.Handler(col))
@@ -369,11 +400,19 @@ loop:
 	if err := report.Text(o.IO.Out, a); err != nil {
 		return err
 	}
+	if err := report.TextNotes(o.IO.ErrOut, "kdiag watch: ", a); err != nil {
+		return err
+	}
 	if o.Report != "" {
 		if err := writeReport(o.Report, "kdiag watch", a, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.IO.ErrOut, "kdiag watch: report written to %s\n", o.Report)
+	}
+	if a.Unseen != nil {
+		// What could not be seen could hide a leak: the findings above
+		// are not the whole truth (UnseenLine said why).
+		return cmdutil.Exit(cmdutil.ExitUnknown)
 	}
 	return nil
 }
@@ -389,22 +428,12 @@ func writeReport(path, origin string, a *analyzer.Analysis, notes []string) erro
 	if err := report.Formats[format](&buf, report.Input{Origin: origin, Analysis: a, Notes: notes}); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	// 0600 (less the umask), or the mode of the report it replaces: it
+	// holds command lines, process names and endpoints.
+	if err := atomicfile.Write(path, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // liveView draws one scan: on a terminal a table redrawn in place, else one

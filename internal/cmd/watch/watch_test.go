@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/netip"
 	"os"
@@ -15,11 +16,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/sockettest"
 	"github.com/kdiag/kdiag/internal/testbin"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
@@ -495,5 +499,220 @@ func TestPlainLineSaysServed(t *testing.T) {
 	s.Unchanged = true
 	if l := plainLine(s, &analyzer.Analysis{}, 20*time.Microsecond); !strings.HasSuffix(l, " scan=served") {
 		t.Errorf("served: %q", l)
+	}
+}
+
+// TestUnseenIsUnknown: a watch whose scans could not attribute CLOSE_WAIT
+// sockets says so before its findings and exits 3 (UNKNOWN), and its notes
+// go to stderr, not among the findings on stdout.
+func TestUnseenIsUnknown(t *testing.T) {
+	ios, _, out, errOut := cmdutil.Test()
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	n := 0
+	o := &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 3, Quiet: true,
+		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			n++
+			return &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink",
+				Sockets: []netstat.Socket{{State: netstat.CloseWait, Inode: 9, FD: -1}},
+				Notes:   []string{"1 socket unattributed: the fds of pid 1 (init) could not be read (permission denied)"},
+				Unseen:  &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1}, Reason: "the fds of pid 1 (init) could not be read (permission denied)"},
+			}, nil
+		}}
+	err := runWatch(o)
+	if code := cmdutil.ExitCode(err); code != cmdutil.ExitUnknown {
+		t.Errorf("exit %d, want %d", code, cmdutil.ExitUnknown)
+	}
+	want := "UNKNOWN: in 3 of 3 samples up to 1 CLOSE_WAIT socket could not be attributed (the fds of pid 1 (init) could not be read (permission denied))"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("stdout lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out.String(), "note:") {
+		t.Errorf("notes on stdout:\n%s", out)
+	}
+	if !strings.Contains(errOut.String(), "kdiag watch: note: 1 socket unattributed") {
+		t.Errorf("stderr lacks the note:\n%s", errOut)
+	}
+}
+
+// TestOutputsAreNotExposed: a report and a recording hold command lines, so
+// they are created 0600 (through the umask); a listener beyond loopback is
+// warned of; and the temporary file a killed watch left in --textfile's
+// directory is removed at start.
+func TestOutputsAreNotExposed(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	// What a kdiag killed between create and rename left: a pid that is gone.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip(err)
+	}
+	leftover := filepath.Join(dir, fmt.Sprintf(".kdiag.prom.%d.1.tmp", dead.Process.Pid))
+	if err := os.WriteFile(leftover, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, errOut := cmdutil.Test()
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	n := 0
+	o := &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 2, Quiet: true,
+		Record: filepath.Join(dir, "rec.jsonl"), Report: filepath.Join(dir, "r.md"), Textfile: dir,
+		// All interfaces, bound for the two scans of this test only.
+		Listen: "0.0.0.0:0",
+		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			n++
+			return &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink"}, nil
+		}}
+	if err := runWatch(o); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{o.Record, o.Report} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %o, want 600", filepath.Base(p), st.Mode().Perm())
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, metrics.TextfileName)); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("textfile: %v, want mode 644 (node_exporter reads it)", err)
+	}
+	if _, err := os.Stat(leftover); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the killed watch's temporary file is still there (%v)", err)
+	}
+	if !strings.Contains(errOut.String(), "warning: --listen 0.0.0.0:0 serves pids, process names and remote endpoints, without authentication") {
+		t.Errorf("no warning for a listener beyond loopback:\n%s", errOut)
+	}
+}
+
+// TestHeldClosedMetrics watches a child while keepalive resets its 5
+// CLOSE_WAIT sockets out of the kernel's tables: the metrics count them as
+// kdiag_tcp_sockets{state="CLOSE"} toward the broker they had (watch saw
+// them in CLOSE_WAIT first), and the findings say they are held.
+func TestHeldClosedMetrics(t *testing.T) {
+	c := sockettest.StartChild(t, sockettest.Spec{CloseWait: 5, KeepAlive: time.Second, FinTimeout: 2 * time.Second, NetNS: true})
+	dir := t.TempDir()
+	ios, _, out, _ := cmdutil.Test()
+	sc := netstat.NewScanner("/proc")
+	o := &WatchOptions{IO: ios, Interval: 100 * time.Millisecond, Quiet: true, Textfile: dir,
+		Filters: cmdutil.Filters{States: "close-wait,close", PIDs: []int{c.PID}}, Events: "off", Refresh: netstat.DefaultRefreshEvery}
+	if err := o.complete(); err != nil {
+		t.Fatal(err)
+	}
+	// Scan until the 5 are held CLOSE (bounded), then stop.
+	deadline := time.Now().Add(60 * time.Second)
+	o.Scan = sc.Scan
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Context = ctx
+	firstCW := 0
+	o.Scanned = func(n int, s *netstat.Snapshot) {
+		held := 0
+		for _, x := range s.Sockets {
+			switch {
+			case x.State == netstat.Close:
+				held++
+			case n == 1 && x.State == netstat.CloseWait:
+				firstCW++
+			}
+		}
+		if held == 5 || time.Now().After(deadline) {
+			cancel()
+		}
+	}
+	if err := runWatch(o); err != nil {
+		t.Fatal(err)
+	}
+	if firstCW < 5 {
+		t.Skipf("the first scan saw %d of the 5 in CLOSE_WAIT (a very slow start): their remotes cannot be known", firstCW)
+	}
+	f, err := os.Open(filepath.Join(dir, metrics.TextfileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := c.CloseWait[0].Remote.String()
+	got := map[string]float64{}
+	for _, m := range mfs["kdiag_tcp_sockets"].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["pid"] == strconv.Itoa(c.PID) {
+			got[l["state"]+" "+l["remote"]] += m.GetGauge().GetValue()
+		}
+	}
+	if want := map[string]float64{"CLOSE " + remote: 5}; !cmp.Equal(want, got) {
+		t.Errorf("kdiag_tcp_sockets of the child: %v, want %v", got, want)
+	}
+	if !strings.Contains(out.String(), "5 TCP sockets held open by") {
+		t.Errorf("findings lack the held sockets:\n%s", out)
+	}
+}
+
+// TestEventsGiveExactAges watches with --events while CLOSE_WAIT sockets
+// are made whose keepalive (every second) resets tcp_info's last-ACK time:
+// tcp_info then only bounds their age, but the kernel's record of the FIN
+// gives it exactly, and never younger than it is.
+func TestEventsGiveExactAges(t *testing.T) {
+	ios, _, _, _ := cmdutil.Test()
+	o := &WatchOptions{IO: ios, Interval: 100 * time.Millisecond, Quiet: true, Events: "on", Refresh: time.Second,
+		Filters: cmdutil.Filters{States: "close-wait", PIDs: []int{os.Getpid()}}}
+	if err := o.complete(); err != nil {
+		t.Fatal(err)
+	}
+	sc, closeEvents, err := o.scanner("/proc")
+	if errors.Is(err, events.ErrUnavailable) {
+		t.Skipf("events: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEvents()
+	o.Scan = sc.Scan
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Context = ctx
+	var (
+		before, after time.Time
+		port          uint16
+		checked       int
+	)
+	deadline := time.Now().Add(60 * time.Second)
+	o.Scanned = func(n int, s *netstat.Snapshot) {
+		if n == 1 {
+			before = time.Now()
+			cw := sockettest.CloseWait(t, "tcp4", 3, sockettest.KeepAlive(time.Second))
+			after = time.Now()
+			port = cw[0].Remote.Port()
+			return
+		}
+		const tick = 20 * time.Millisecond
+		for _, x := range s.Sockets {
+			if x.Remote.Port() != port {
+				continue
+			}
+			lo, hi := s.Time.Sub(after), s.Time.Sub(before)
+			if !x.AgeExact() || x.Age < lo-tick || x.Age > hi+tick {
+				t.Errorf("scan %d, %s: age %v (exact %v), want exactly between %v and %v", n, x.Local, x.Age, x.AgeExact(), lo, hi)
+			}
+			if s.Time.Sub(after) > 3*time.Second {
+				checked++ // past several answered probes: tcp_info alone would only bound it
+			}
+		}
+		if checked >= 3 || time.Now().After(deadline) {
+			cancel()
+		}
+	}
+	if err := runWatch(o); err != nil {
+		t.Fatal(err)
+	}
+	if checked < 3 {
+		t.Errorf("checked %d sockets past 3 s of probes, want 3", checked)
 	}
 }

@@ -1,0 +1,72 @@
+package clients
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// DocsPath is where the generated client documentation lives, relative to
+// the repository root.
+const DocsPath = "docs/clients.md"
+
+// Markdown writes docs/clients.md from the catalog: a table of what each
+// library does with idle connections, the behaviour measured against kdiag
+// broker, and one section per library with every fact's source.
+func Markdown(w io.Writer, libs []*Library) error {
+	b := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	p("# Kafka clients: what kdiag knows\n\n")
+	p("<!-- Generated from the client catalog (clients/catalog.go) by `go generate ./clients/`. Do not edit. -->\n\n")
+	p("`kdiag doctor` names the client library of each Kafka client process and gives its diagnosis and fixes in that\n")
+	p("library's terms, from the facts below. Each fact names its source: the repository, the file and the symbol, at the\n")
+	p("commit it was read at.\n\n")
+	p("| library | language | reads idle connections (sees the broker's FIN) | idle reaper, default | keepalive |\n")
+	p("| --- | --- | --- | --- | --- |\n")
+	for _, l := range libs {
+		reads := "no: CLOSE_WAIT stays"
+		if l.ReadsIdle {
+			reads = "yes: closes on the FIN"
+		}
+		idle := "none"
+		if l.IdleSetting != "" {
+			idle = "`" + l.IdleSetting + "`, " + l.IdleDefaultString()
+		}
+		p("| [%s](#%s) | %s | %s | %s | %s |\n", l.Name, l.ID, l.Language, reads, cell(idle), cell(l.Keepalive.Says))
+	}
+	p("\n## Measured against `kdiag broker --idle 3s`\n\n")
+	p("What each client leaves after the broker closes its idle connections. `go test ./clients/ -run TestLive` runs each\n")
+	p("client (installed by .ci/run) against kdiag broker on 127.0.0.1 and checks it, and what kdiag doctor says of it.\n\n")
+	p("| library | version | setup | CLOSE_WAIT after the broker's idle close |\n| --- | --- | --- | --- |\n")
+	for _, l := range libs {
+		for _, m := range l.Measured {
+			setup := m.Setup
+			if setup == "" {
+				setup = "defaults"
+			}
+			p("| %s | %s | %s | %s |\n", l.Name, m.Version, cell(setup), cell(m.Result))
+		}
+	}
+	for _, l := range libs {
+		p("\n<a id=\"%s\"></a>\n## %s (`%s`)\n\n", l.ID, l.Name, l.ID)
+		p("- Package: %s; language: %s.", l.Module, l.Language)
+		if l.Core != "" {
+			p(" Wraps %s.", l.Core)
+		}
+		p("\n- Recognized by: %s.\n", l.Recognized)
+		p("- Reads idle connections: %v. %s. Source: %s.\n", l.ReadsIdle, l.Reads.Says, l.Reads.Source)
+		p("- Idle reaper: %s. Source: %s.\n", l.Idle.Says, l.Idle.Source)
+		p("- Keepalive: %s. Source: %s.\n", l.Keepalive.Says, l.Keepalive.Source)
+		if t := l.Threads; t != nil {
+			p("- Threads: %s. Source: %s.\n", t.Fact.Says, t.Fact.Source)
+		}
+		p("- CLOSE_WAIT means: %s\n", l.CloseWait)
+		p("- Fix: %s\n", l.Fix)
+		if len(l.Rules) > 0 {
+			p("- kdiag lint rules: %s.\n", strings.Join(l.Rules, ", "))
+		}
+	}
+	return b.Flush()
+}

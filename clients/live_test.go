@@ -1,0 +1,435 @@
+package clients_test
+
+// The clients test: real third-party Kafka clients against kdiag's broker
+// (package broker, on 127.0.0.1, closing connections idle for 3 s), each
+// checked for what it leaves after the broker's idle close and for what
+// kdiag doctor says of it: client and version, instances, diagnosis. Each
+// waits for the state it checks, with a bound, and never races a client's
+// own idle timer: the Go clients that hold CLOSE_WAIT are given a 10-minute
+// idle timeout, and the clients that close on the FIN are checked once the
+// broker has closed and their sockets have settled.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/clients"
+	"github.com/kdiag/kdiag/doctor"
+	"github.com/kdiag/kdiag/internal/testbin"
+	"github.com/kdiag/kdiag/netstat"
+)
+
+const idle = 3 * time.Second
+
+func startBroker(t *testing.T) *broker.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c, err := broker.Start(ctx, broker.Config{Brokers: 1, Ports: []int{0}, Idle: idle, Topics: []string{"live"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %s waiting for: %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// client is a running client process that prints "sent" once it has
+// produced one record, then idles until killed.
+type client struct {
+	cmd  *exec.Cmd
+	sent chan struct{}
+	out  *strings.Builder
+}
+
+func start(t *testing.T, env []string, name string, args ...string) *client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	// Its own process group, killed whole: kcat's test runs it under a
+	// shell whose children hold the pipes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &client{cmd: cmd, sent: make(chan struct{}), out: &errOut}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == "sent" {
+				close(c.sent)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case <-c.sent:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("%s did not produce within 90s; stderr:\n%s", name, errOut.String())
+	}
+	return c
+}
+
+// closeWait counts pid's CLOSE_WAIT and ESTABLISHED sockets to the broker.
+func states(t *testing.T, pid int, c *broker.Cluster) (cw, est int) {
+	t.Helper()
+	br, err := netstat.ParseBrokers(c.BootstrapServers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := netstat.NewScanner("/proc").Scan(context.Background(), netstat.Query{PIDs: []int{pid}, Brokers: br,
+		States: netstat.States(netstat.CloseWait, netstat.Established)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range s.Sockets {
+		switch k.State {
+		case netstat.CloseWait:
+			cw++
+		case netstat.Established:
+			est++
+		}
+	}
+	return cw, est
+}
+
+func runDoctor(t *testing.T, pid int, c *broker.Cluster) doctor.Process {
+	t.Helper()
+	br, err := netstat.ParseBrokers(c.BootstrapServers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := doctor.Run(context.Background(), doctor.Options{Query: netstat.Query{PIDs: []int{pid}, Brokers: br}, StuckAge: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Processes) != 1 || r.Processes[0].PID != pid {
+		t.Fatalf("doctor --pid %d: %+v", pid, r.Processes)
+	}
+	return r.Processes[0]
+}
+
+func findingIDs(p doctor.Process) []string {
+	var ids []string
+	for _, f := range p.Findings {
+		ids = append(ids, f.ID)
+		for _, c := range f.Causes {
+			ids = append(ids, f.ID+"/"+c.ID)
+		}
+	}
+	return ids
+}
+
+func has(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// checkReader: a client that reads idle connections closes on the FIN: once
+// the broker has closed idle connections, its sockets to the broker leave
+// CLOSE_WAIT and stay out, and doctor names it and finds no CLOSE_WAIT.
+func checkReader(t *testing.T, c *broker.Cluster, cl *client, lib, version string) doctor.Process {
+	t.Helper()
+	pid := cl.cmd.Process.Pid
+	waitFor(t, 30*time.Second, "the broker closes an idle connection", func() bool { return c.Stats().ClosedIdle >= 1 })
+	waitFor(t, 20*time.Second, "no CLOSE_WAIT left", func() bool { cw, _ := states(t, pid, c); return cw == 0 })
+	for range 5 {
+		time.Sleep(200 * time.Millisecond)
+		if cw, _ := states(t, pid, c); cw != 0 {
+			t.Fatalf("%s holds %d CLOSE_WAIT after it had none", lib, cw)
+		}
+	}
+	p := runDoctor(t, pid, c)
+	if p.Client.Library != lib || (version != "" && p.Client.Version != version) {
+		t.Errorf("doctor names the client %+v, want %s %s", p.Client, lib, version)
+	}
+	if ids := findingIDs(p); has(ids, "close-wait-held") || has(ids, "close-wait-growing") {
+		t.Errorf("doctor finds CLOSE_WAIT in a client that closed it: %v", ids)
+	}
+	t.Logf("%s after the broker's idle close (broker %+v): doctor: %s, instances %v, sockets %v, findings %v",
+		lib, c.Stats().Counts, p.Client, p.Instances, p.Sockets, findingIDs(p))
+	return p
+}
+
+// checkHolder: a client that does not read idle connections holds every
+// connection the broker closed in CLOSE_WAIT, and doctor says so in its
+// own terms.
+func checkHolder(t *testing.T, c *broker.Cluster, cl *client, lib, version, fixWord string) {
+	t.Helper()
+	pid := cl.cmd.Process.Pid
+	waitFor(t, 30*time.Second, "the broker closes every idle connection", func() bool {
+		s := c.Stats()
+		return s.ClosedIdle >= 1 && s.Open == 0
+	})
+	waitFor(t, 10*time.Second, "the client's sockets reach CLOSE_WAIT", func() bool {
+		cw, est := states(t, pid, c)
+		return cw >= 1 && est == 0
+	})
+	cw, _ := states(t, pid, c)
+	waitFor(t, 10*time.Second, "a CLOSE_WAIT older than doctor's stuck age (1s)", func() bool { time.Sleep(1100 * time.Millisecond); return true })
+	p := runDoctor(t, pid, c)
+	if p.Client.Library != lib || p.Client.Version != version {
+		t.Errorf("doctor names the client %+v, want %s %s", p.Client, lib, version)
+	}
+	ids := findingIDs(p)
+	if !has(ids, "close-wait-held/client-does-not-read-idle") {
+		t.Errorf("doctor's findings %v, want close-wait-held caused by client-does-not-read-idle", ids)
+	}
+	if len(p.Findings) > 0 && !strings.Contains(p.Findings[0].Fix, fixWord) {
+		t.Errorf("doctor's fix %q does not speak %s's terms (%q)", p.Findings[0].Fix, lib, fixWord)
+	}
+	for _, f := range p.Findings {
+		if strings.Contains(f.Fix+f.Title, "jstack") {
+			t.Errorf("a Java cause for a Go client: %+v", f)
+		}
+	}
+	t.Logf("%s after the broker's idle close: %d CLOSE_WAIT held (broker %+v); doctor: %s, sockets %v, findings %v",
+		lib, cw, c.Stats().Counts, p.Client, p.Sockets, ids)
+}
+
+func TestLiveKcat(t *testing.T) {
+	kc, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat not installed (Debian package kcat; .ci/run installs it)")
+	}
+	c := startBroker(t)
+	// kcat -P reads records from a shell that writes one and then keeps
+	// the pipe open; "sent" comes once kcat has delivered (-D is not
+	// needed: the delivery report is kcat's exit, so a second process
+	// consumes it back instead).
+	script := fmt.Sprintf(`(echo one; sleep 600) | %s -b %s -P -t live & while ! %s -b %s -C -t live -c 1 -e -q >/dev/null 2>&1; do sleep 0.2; done; echo sent; wait`,
+		kc, c.BootstrapServers(), kc, c.BootstrapServers())
+	cl := start(t, nil, "bash", "-c", script)
+	pgrep := func() int {
+		out, _ := exec.Command("pgrep", "-P", fmt.Sprint(cl.cmd.Process.Pid), "-x", "kcat").Output()
+		var pid int
+		fmt.Sscan(string(out), &pid)
+		return pid
+	}
+	var pid int
+	waitFor(t, 10*time.Second, "kcat -P running", func() bool { pid = pgrep(); return pid > 0 })
+	p := checkReader(t, c, &client{cmd: &exec.Cmd{Process: &os.Process{Pid: pid}}}, clients.Librdkafka, "")
+	if !strings.HasPrefix(p.Client.Binding, "kcat") || p.Client.Version == "" {
+		t.Errorf("kcat: doctor says %+v, want librdkafka with its version, loaded by kcat", p.Client)
+	}
+	if p.Instances == nil || *p.Instances != 1 {
+		t.Errorf("kcat: %v instances (rdk:main threads), want 1", p.Instances)
+	}
+}
+
+func python(t *testing.T, module string) string {
+	t.Helper()
+	py := "/usr/bin/python3" // Debian's, whose dist-packages hold python3-kafka and python3-confluent-kafka
+	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
+		t.Skipf("%s cannot import %s (Debian packages python3-kafka and python3-confluent-kafka; .ci/run installs them)", py, module)
+	}
+	return py
+}
+
+func TestLiveKafkaPython(t *testing.T) {
+	py := python(t, "kafka")
+	c := startBroker(t)
+	script := filepath.Join(t.TempDir(), "producer.py")
+	os.WriteFile(script, []byte(`import sys, time
+from kafka import KafkaProducer
+p = KafkaProducer(bootstrap_servers=sys.argv[1])
+p.send("live", b"one").get(timeout=60)
+print("sent", flush=True)
+time.sleep(600)
+`), 0o644)
+	cl := start(t, nil, py, script, c.BootstrapServers())
+	checkReader(t, c, cl, clients.KafkaPython, "2.0.2")
+}
+
+func TestLiveConfluentKafkaPython(t *testing.T) {
+	py := python(t, "confluent_kafka")
+	c := startBroker(t)
+	script := filepath.Join(t.TempDir(), "producer.py")
+	os.WriteFile(script, []byte(`import sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1]})
+p.produce("live", b"one")
+if p.flush(60) != 0:
+    sys.exit("not delivered")
+print("sent", flush=True)
+while True:
+    p.poll(1)
+`), 0o644)
+	cl := start(t, nil, py, script, c.BootstrapServers())
+	p := checkReader(t, c, cl, clients.Librdkafka, "")
+	if !strings.HasPrefix(p.Client.Binding, "confluent-kafka-python") {
+		t.Errorf("doctor says %+v, want librdkafka loaded by confluent-kafka-python", p.Client)
+	}
+}
+
+func TestLiveKafkaJS(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	root, err := exec.Command("npm", "root", "-g").Output()
+	nodePath := strings.TrimSpace(string(root))
+	if err != nil || exec.Command(node, "-e", "require('kafkajs')").Run() != nil && func() bool {
+		cmd := exec.Command(node, "-e", "require('kafkajs')")
+		cmd.Env = append(os.Environ(), "NODE_PATH="+nodePath)
+		return cmd.Run() != nil
+	}() {
+		t.Skip("kafkajs not installed (npm install -g kafkajs@2.2.4; .ci/run installs it)")
+	}
+	c := startBroker(t)
+	script := filepath.Join(t.TempDir(), "producer.js")
+	os.WriteFile(script, []byte(`const { Kafka, logLevel } = require('kafkajs')
+const kafka = new Kafka({ brokers: [process.argv[2]], logLevel: logLevel.NOTHING })
+const producer = kafka.producer()
+;(async () => {
+  await producer.connect()
+  await producer.send({ topic: 'live', messages: [{ value: 'one' }] })
+  console.log('sent')
+  setInterval(() => {}, 1000)
+})().catch(e => { console.error(e); process.exit(1) })
+`), 0o644)
+	cl := start(t, []string{"NODE_PATH=" + nodePath}, node, script, c.BootstrapServers())
+	checkReader(t, c, cl, clients.KafkaJS, "2.2.4")
+}
+
+// goClients builds the Go clients' producers from the module proxy into a
+// temporary module, once.
+func goClient(t *testing.T, name, mod, src string) string {
+	t.Helper()
+	goBin, err := testbin.GoBinary()
+	if err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module live\n\ngo 1.24\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644)
+	for _, args := range [][]string{{"get", mod}, {"mod", "tidy"}, {"build", "-o", name, "."}} {
+		cmd := exec.Command(goBin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Skipf("building the %s producer (go %s) needs the module proxy: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	return filepath.Join(dir, name)
+}
+
+func TestLiveFranzGo(t *testing.T) {
+	bin := goClient(t, "franz", "github.com/twmb/franz-go@v1.22.3", `package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(os.Args[1]), kgo.DefaultProduceTopic("live"), kgo.ConnIdleTimeout(10*time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	if err := cl.ProduceSync(context.Background(), kgo.StringRecord("one")).FirstErr(); err != nil {
+		panic(err)
+	}
+	fmt.Println("sent")
+	time.Sleep(10 * time.Minute)
+}
+`)
+	c := startBroker(t)
+	checkHolder(t, c, start(t, nil, bin, c.BootstrapServers()), clients.FranzGo, "v1.22.3", "kgo.ConnIdleTimeout")
+}
+
+func TestLiveSarama(t *testing.T) {
+	bin := goClient(t, "sarama", "github.com/IBM/sarama@v1.61.1", `package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+func main() {
+	cfg := sarama.NewConfig()
+	cfg.Producer.Return.Successes = true
+	p, err := sarama.NewSyncProducer([]string{os.Args[1]}, cfg)
+	if err != nil {
+		panic(err)
+	}
+	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "live", Value: sarama.StringEncoder("one")}); err != nil {
+		panic(err)
+	}
+	fmt.Println("sent")
+	time.Sleep(10 * time.Minute)
+}
+`)
+	c := startBroker(t)
+	checkHolder(t, c, start(t, nil, bin, c.BootstrapServers()), clients.Sarama, "v1.61.1", "Sarama has no idle timeout")
+}
+
+func TestLiveKafkaGo(t *testing.T) {
+	bin := goClient(t, "kafkago", "github.com/segmentio/kafka-go@v0.4.51", `package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+func main() {
+	w := &kafka.Writer{Addr: kafka.TCP(os.Args[1]), Topic: "live",
+		// Far above the broker's 3 s: the test must not race kafka-go's own idle close (30 s by default).
+		Transport: &kafka.Transport{IdleTimeout: 10 * time.Minute, Dial: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}}
+	if err := w.WriteMessages(context.Background(), kafka.Message{Value: []byte("one")}); err != nil {
+		panic(err)
+	}
+	fmt.Println("sent")
+	time.Sleep(10 * time.Minute)
+}
+`)
+	c := startBroker(t)
+	checkHolder(t, c, start(t, nil, bin, c.BootstrapServers()), clients.KafkaGo, "v0.4.51", "Transport.IdleTimeout")
+}

@@ -1,0 +1,441 @@
+// Package doctor joins what kdiag knows of each Kafka client process into
+// one report: its client library and version (package clients), its
+// instances and network threads (sampled several times, to tell a busy
+// thread from a stuck one), its sockets (CLOSE_WAIT, held CLOSE,
+// ESTABLISHED to brokers) and their ages, the configuration it runs with
+// and its lint findings (packages procconfig, rules), and a ranked
+// diagnosis from the analyzer's one engine (analyzer.Diagnose).
+package doctor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kdiag/kdiag/analyzer"
+	"github.com/kdiag/kdiag/clients"
+	"github.com/kdiag/kdiag/internal/human"
+	"github.com/kdiag/kdiag/internal/redact"
+	"github.com/kdiag/kdiag/netstat"
+	"github.com/kdiag/kdiag/procconfig"
+	"github.com/kdiag/kdiag/rules"
+)
+
+// Options configure Run. Its function fields are the sources of what the
+// report says; nil means the real one under ProcRoot (tests set fakes).
+type Options struct {
+	ProcRoot string
+	// Query selects the processes (PIDs, Process) and the brokers; its
+	// States are ignored: doctor reads every state.
+	Query netstat.Query
+	// Duration, when positive, samples for that long, every Interval
+	// (default 1s), for a verdict; 0 takes one scan.
+	Duration, Interval time.Duration
+	// ThreadSamples are taken ThreadEvery apart at the end (default 5,
+	// 200ms): a thread seen polling once is polling.
+	ThreadSamples int
+	ThreadEvery   time.Duration
+	// StuckAge is the CLOSE_WAIT age past which a socket that does not
+	// grow is a finding (default 1m, as watch's --stuck-age).
+	StuckAge time.Duration
+	// BrokerIdleMS is the broker's connections.max.idle.ms the lint
+	// compares with (default 600000).
+	BrokerIdleMS int64
+
+	Scan     func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error)
+	Identify func(netstat.Process) clients.Client
+	Threads  func(pid int) ([]clients.ThreadSample, error)
+	Config   func(pid int, c clients.Client) []procconfig.Source
+	ReadProc func(pid int) (netstat.Process, error)
+	// Sleep waits between samples; nil is a timer on ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+	Arch  string
+}
+
+func (o *Options) defaults() {
+	o.ProcRoot = cmp.Or(o.ProcRoot, "/proc")
+	o.Interval = cmp.Or(o.Interval, time.Second)
+	o.ThreadSamples = cmp.Or(o.ThreadSamples, 5)
+	o.ThreadEvery = cmp.Or(o.ThreadEvery, 200*time.Millisecond)
+	o.StuckAge = cmp.Or(o.StuckAge, time.Minute)
+	o.BrokerIdleMS = cmp.Or(o.BrokerIdleMS, int64(rules.DefaultBrokerIdleMS))
+	o.Arch = cmp.Or(o.Arch, clients.HostArch)
+	if o.Scan == nil {
+		sc := netstat.NewScanner(o.ProcRoot)
+		o.Scan = sc.Scan
+	}
+	if o.Identify == nil {
+		o.Identify = clients.Identifier(o.ProcRoot)
+	}
+	if o.Threads == nil {
+		o.Threads = func(pid int) ([]clients.ThreadSample, error) { return clients.ReadThreads(o.ProcRoot, pid) }
+	}
+	if o.Config == nil {
+		o.Config = func(pid int, c clients.Client) []procconfig.Source { return procconfig.Find(o.ProcRoot, pid, c) }
+	}
+	if o.ReadProc == nil {
+		o.ReadProc = func(pid int) (netstat.Process, error) {
+			return netstat.ReadProcess(context.Background(), o.ProcRoot, pid)
+		}
+	}
+	if o.Sleep == nil {
+		o.Sleep = func(ctx context.Context, d time.Duration) error {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+				return nil
+			}
+		}
+	}
+}
+
+// Report is what doctor found: the single record every output format is
+// written from.
+type Report struct {
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Samples int       `json:"samples"`
+	// Processes are the Kafka client processes (or the ones named), worst
+	// first.
+	Processes []Process `json:"processes"`
+	Notes     []string  `json:"notes,omitempty"`
+	// Blind is set when doctor could not see what it was asked to (a named
+	// process it could not read, sockets it could not attribute): exit 3.
+	Blind bool `json:"blind"`
+	// BlindReason says, when Blind, what was not seen and why.
+	BlindReason string `json:"blind_reason,omitempty"`
+}
+
+// Process is one process's part of the report.
+type Process struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+	// Cmdline is the command line with secrets masked.
+	Cmdline   string         `json:"cmdline"`
+	User      string         `json:"user,omitempty"`
+	Container string         `json:"container,omitempty"`
+	Client    clients.Client `json:"client"`
+	// Instances is the number of client instances its threads show; nil
+	// when the library starts no thread per instance.
+	Instances      *int                    `json:"instances"`
+	NetworkThreads []clients.NetworkThread `json:"network_threads"`
+	ThreadSamples  int                     `json:"thread_samples"`
+	// Sockets counts its TCP sockets by state at the last scan; CLOSE
+	// counts the ones held open in no kernel table.
+	Sockets map[string]int `json:"sockets"`
+	// BrokerSockets counts its sockets to brokers by state.
+	BrokerSockets map[string]int `json:"broker_sockets"`
+	// OldestCloseWait is the age of its oldest CLOSE_WAIT socket (0: none).
+	OldestCloseWait time.Duration `json:"oldest_close_wait_ns"`
+	// Verdict is what its CLOSE_WAIT count did over the samples (step,
+	// growing, draining, steady, too-short).
+	Verdict     string       `json:"verdict"`
+	ConfigFiles []ConfigFile `json:"config_files"`
+	Findings    []Finding    `json:"findings"`
+}
+
+// ConfigFile is one configuration found and its lint findings.
+type ConfigFile struct {
+	Path     string        `json:"path"`
+	How      string        `json:"how"`
+	Dialect  string        `json:"dialect,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Findings []LintFinding `json:"findings"`
+}
+
+// LintFinding is a kdiag lint finding where the config was found.
+type LintFinding struct {
+	Rule     string `json:"rule"`
+	Severity string `json:"severity"`
+	Where    string `json:"where"`
+	Message  string `json:"message"`
+	Fix      string `json:"fix,omitempty"`
+}
+
+// Finding is one diagnosis: id, severity, title, the evidence, the fix in
+// the client's own terms and the lint rules it relates to, then the ranked
+// causes it weighed.
+type Finding struct {
+	ID       string            `json:"id"`
+	Severity analyzer.Severity `json:"severity"`
+	Title    string            `json:"title"`
+	Evidence []string          `json:"evidence"`
+	Fix      string            `json:"fix"`
+	Rules    []string          `json:"rules,omitempty"`
+	Causes   []analyzer.Cause  `json:"causes,omitempty"`
+}
+
+// KindNotIdentified is the finding for a Kafka client kdiag could not name.
+const KindNotIdentified = "client-not-identified"
+
+// Run examines the processes and returns the report. It returns an error
+// only when the first scan fails; later failures are notes.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o.defaults()
+	q := o.Query
+	q.States = netstat.AllStates
+	aopts := analyzer.Options{StuckAge: o.StuckAge, IsBroker: isBroker(q.Brokers), Identify: o.Identify}
+	tracker := analyzer.NewTracker(aopts)
+	rep := &Report{}
+	var last *netstat.Snapshot
+	perPID := map[int][]int{} // instance counts seen per scan, by pid
+	deadline := time.Time{}
+	for {
+		at := time.Now()
+		s, err := o.Scan(ctx, q)
+		if err != nil {
+			if last == nil {
+				return nil, err
+			}
+			rep.Notes = append(rep.Notes, "scan failed: "+err.Error())
+		} else {
+			// Every command line is masked before anything can show it
+			// (netstat's scanner masks its own; a Scan given may not).
+			for i := range s.Processes {
+				s.Processes[i].Cmdline = redact.Line(s.Processes[i].Cmdline)
+			}
+			last, at = s, s.Time
+			tracker.Add(s)
+			rep.Samples++
+			if rep.Start.IsZero() {
+				rep.Start = s.Time
+				deadline = s.Time.Add(o.Duration)
+			}
+			rep.End = s.Time
+			if o.Duration > 0 {
+				for _, p := range s.Processes {
+					if ts, err := o.Threads(p.PID); err == nil {
+						perPID[p.PID] = append(perPID[p.PID], countPrefix(ts, o.Identify(p)))
+					}
+				}
+			}
+		}
+		if o.Duration <= 0 || !at.Add(o.Interval).Before(deadline.Add(o.Interval/2)) {
+			break
+		}
+		if err := o.Sleep(ctx, o.Interval); err != nil {
+			break
+		}
+	}
+	rep.Notes = append(rep.Notes, last.Notes...)
+	// Blind when CLOSE_WAIT sockets could not be attributed for a reason
+	// that could hide a Kafka client's (a process kdiag could not read, its
+	// own fd limit), or a named process was not there: what doctor did not
+	// see could change what it says.
+	if u := last.Unseen; u != nil && u.Sockets[netstat.CloseWait.String()] > 0 {
+		rep.Blind = true
+		rep.BlindReason = fmt.Sprintf("%s unattributed: %s", human.Plural(u.Sockets[netstat.CloseWait.String()], "CLOSE_WAIT socket"), u.Reason)
+	}
+	for _, n := range last.Notes {
+		if strings.Contains(n, "no such process") {
+			rep.Blind = true
+			rep.BlindReason = cmp.Or(rep.BlindReason, n)
+		}
+	}
+	a := tracker.Analysis()
+	series := map[int]*analyzer.ProcessSeries{}
+	for i := range a.Processes {
+		series[a.Processes[i].Key.PID] = &a.Processes[i]
+	}
+	// Which processes: every Kafka client, or every one named.
+	named := len(q.PIDs) > 0 || q.Process != nil
+	var pids []int
+	for _, p := range last.Processes {
+		ps := series[p.PID]
+		if named || p.Kafka != "" || (ps != nil && ps.Client.Identified() && ps.Last.Get(netstat.CloseWait) > 0) {
+			pids = append(pids, p.PID)
+		}
+	}
+	for _, pid := range q.PIDs {
+		if !slices.Contains(pids, pid) {
+			if _, err := o.ReadProc(pid); err != nil {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("pid %d: %v", pid, err))
+				rep.Blind = true
+				rep.BlindReason = cmp.Or(rep.BlindReason, fmt.Sprintf("pid %d: %v", pid, err))
+				continue
+			}
+			pids = append(pids, pid)
+		}
+	}
+	// Threads: ThreadSamples rounds over every process, ThreadEvery apart.
+	samples := map[int][][]clients.ThreadSample{}
+	for i := range o.ThreadSamples {
+		if i > 0 {
+			if err := o.Sleep(ctx, o.ThreadEvery); err != nil {
+				break
+			}
+		}
+		for _, pid := range pids {
+			if ts, err := o.Threads(pid); err == nil {
+				samples[pid] = append(samples[pid], ts)
+			}
+		}
+	}
+	for _, pid := range pids {
+		ps := series[pid]
+		if ps == nil {
+			meta, _ := o.ReadProc(pid)
+			meta.Cmdline = redact.Line(meta.Cmdline)
+			ps = &analyzer.ProcessSeries{Key: analyzer.ProcessKey{PID: pid, Start: meta.StartTime}, Process: meta, Client: o.Identify(meta)}
+		}
+		rep.Processes = append(rep.Processes, o.process(a, ps, samples[pid], perPID[pid], last, aopts))
+	}
+	slices.SortStableFunc(rep.Processes, func(x, y Process) int {
+		return cmp.Or(cmp.Compare(worst(y.Findings), worst(x.Findings)), cmp.Compare(x.PID, y.PID))
+	})
+	return rep, nil
+}
+
+func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samples [][]clients.ThreadSample, scanCounts []int,
+	last *netstat.Snapshot, aopts analyzer.Options) Process {
+	pid := ps.Key.PID
+	c := ps.Client
+	p := Process{PID: pid, Name: ps.Name(), Cmdline: redact.Line(ps.Process.Cmdline), User: ps.Process.User,
+		Container: ps.Process.Container, Client: c, Sockets: map[string]int{}, BrokerSockets: map[string]int{},
+		ThreadSamples: len(samples), Verdict: analyzer.CloseWaitShape(ps, aopts)}
+	th := clients.Classify(c.Catalog(), samples, o.Arch)
+	if len(scanCounts) > 0 && th.Instances >= 0 {
+		th.InstanceCounts = append(scanCounts, th.InstanceCounts...)
+	}
+	if th.Instances >= 0 {
+		n := th.Instances
+		p.Instances = &n
+	}
+	p.NetworkThreads = th.Network
+	if p.NetworkThreads == nil {
+		p.NetworkThreads = []clients.NetworkThread{}
+	}
+	isB := isBroker(o.Query.Brokers)
+	for _, s := range last.Sockets {
+		if s.PID != pid {
+			continue
+		}
+		p.Sockets[s.State.String()]++
+		if s.State != netstat.Listen && isB(s.Remote) {
+			p.BrokerSockets[s.State.String()]++
+		}
+	}
+	// netstat lists held CLOSE sockets (doctor's query asks for every
+	// state, CLOSE included).
+	held := p.Sockets[netstat.Close.String()]
+	if cw, ok := ps.OldestCloseWait(); ok {
+		p.OldestCloseWait = cw.AgeAt(a.End)
+	}
+	ev := analyzer.Evidence{Client: c, HeldClosed: held}
+	if len(samples) > 0 {
+		ev.Threads = &th
+	}
+	lintOpts := rules.DefaultOptions()
+	lintOpts.BrokerIdleMS = o.BrokerIdleMS
+	if c.Library == clients.KafkaClients {
+		if v, err := rules.ParseVersion(majorMinor(c.Version)); err == nil {
+			lintOpts.KafkaVersion = v.String()
+		}
+	}
+	p.ConfigFiles = []ConfigFile{}
+	for _, src := range o.Config(pid, c) {
+		cf := ConfigFile{Path: src.Path, How: src.How, Dialect: src.Dialect, Error: src.Err, Findings: []LintFinding{}}
+		if src.File != nil {
+			for _, f := range rules.LintFile(src.File, lintOpts) {
+				lf := LintFinding{Rule: f.RuleID, Severity: f.Severity.String(), Where: src.Where(f.Pos.Line), Message: f.Message, Fix: f.Fix}
+				cf.Findings = append(cf.Findings, lf)
+				ev.Config = append(ev.Config, analyzer.ConfigFact{Rule: f.RuleID, Where: lf.Where, Message: f.Message})
+			}
+		}
+		p.ConfigFiles = append(p.ConfigFiles, cf)
+	}
+	for _, f := range analyzer.Diagnose(a, ps, ev, aopts) {
+		df := Finding{ID: f.Kind, Severity: f.Severity, Title: f.Summary, Evidence: f.Details, Causes: f.Causes}
+		if len(f.Causes) > 0 {
+			df.Fix, df.Rules = f.Causes[0].Fix, f.Causes[0].Rules
+		}
+		p.Findings = append(p.Findings, df)
+	}
+	if !c.Identified() {
+		p.Findings = append(p.Findings, Finding{ID: KindNotIdentified, Severity: analyzer.Info,
+			Title:    "Kafka client not identified: the diagnosis is the general one, not the library's",
+			Evidence: c.Evidence,
+			Fix:      "Run kdiag doctor as root (it reads /proc/PID/exe, maps and fds); docs/clients.md lists what kdiag recognizes and how."})
+	}
+	if p.Findings == nil {
+		p.Findings = []Finding{}
+	}
+	return p
+}
+
+// countPrefix counts the threads that mark one instance of c's library.
+func countPrefix(ts []clients.ThreadSample, c clients.Client) int {
+	lib := c.Catalog()
+	if lib == nil || lib.Threads == nil || lib.Threads.Instance == "" {
+		return -1
+	}
+	n := 0
+	for _, t := range ts {
+		if strings.HasPrefix(t.Name, lib.Threads.Instance) {
+			n++
+		}
+	}
+	return n
+}
+
+// majorMinor cuts 3.9.0 (or 7.7.0-ccs) to 3.9.
+func majorMinor(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	if _, err := strconv.Atoi(parts[1]); err != nil {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
+
+func worst(fs []Finding) int {
+	w := 0
+	for _, f := range fs {
+		w = max(w, int(f.Severity))
+	}
+	return w
+}
+
+// ExitCode is doctor's exit status: 3 when it could not see, else by the
+// worst finding: 2 critical, 1 warning, 0 otherwise.
+func (r *Report) ExitCode() int {
+	if r.Blind {
+		return 3
+	}
+	w := 0
+	for _, p := range r.Processes {
+		w = max(w, worst(p.Findings))
+	}
+	switch analyzer.Severity(w) {
+	case analyzer.Critical:
+		return 2
+	case analyzer.Warning:
+		return 1
+	}
+	return 0
+}
+
+// isBroker marks brokers as watch does: --brokers, else the default ports.
+func isBroker(brokers []netstat.Endpoint) func(ap netip.AddrPort) bool {
+	return func(ap netip.AddrPort) bool {
+		if len(brokers) == 0 {
+			return slices.Contains(netstat.DefaultKafkaPorts, ap.Port())
+		}
+		for _, b := range brokers {
+			if b.Match(ap) {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -1,0 +1,212 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/clients"
+	"github.com/kdiag/kdiag/config"
+	"github.com/kdiag/kdiag/netstat"
+	"github.com/kdiag/kdiag/procconfig"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+// fake is a deterministic source: three processes on a clock that the
+// sleeps advance.
+type fake struct {
+	now time.Time
+}
+
+func sock(state netstat.State, pid int, lport uint16, remote string, inode uint64) netstat.Socket {
+	return netstat.Socket{Family: netstat.IPv4, State: state, PID: pid, Inode: inode, RecvQ: map[bool]uint32{true: 1}[state == netstat.CloseWait],
+		Local: netip.AddrPortFrom(netip.MustParseAddr("10.0.0.9"), lport), Remote: netip.MustParseAddrPort(remote)}
+}
+
+func (f *fake) scan(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error) {
+	s := &netstat.Snapshot{Time: f.now, Source: "netlink"}
+	s.Processes = []netstat.Process{
+		{PID: 100, Name: "orders", Cmdline: "/srv/orders --sasl.password=hunter2", User: "app", Kafka: "sockets to brokers (4 to ports 9092-9094)", StartTime: t0.Add(-time.Hour)},
+		{PID: 200, Name: "java", Cmdline: "java -Djavax.net.ssl.keyStorePassword=changeit -cp /opt/app/kafka-clients-3.9.0.jar com.example.Billing", User: "app",
+			Kafka: "kafka-clients on class path (kafka-clients-3.9.0.jar)", StartTime: t0.Add(-time.Hour)},
+		{PID: 300, Name: "python3", Cmdline: "python3 /opt/tool/sync.py", User: "app", Kafka: "sockets to brokers (1 to ports 9092-9094)", StartTime: t0.Add(-time.Hour)},
+	}
+	s.Sockets = []netstat.Socket{
+		sock(netstat.CloseWait, 100, 40001, "10.0.0.1:9092", 11), sock(netstat.CloseWait, 100, 40002, "10.0.0.2:9092", 12),
+		sock(netstat.CloseWait, 100, 40003, "10.0.0.3:9092", 13), sock(netstat.Established, 100, 40004, "10.0.0.1:9092", 14),
+		// Held CLOSE, as netstat lists them: no addresses a one-shot scan knows.
+		{Family: netstat.IPv4, State: netstat.Close, PID: 100, Inode: 15}, {Family: netstat.IPv4, State: netstat.Close, PID: 100, Inode: 16},
+		sock(netstat.Established, 200, 41001, "10.0.0.1:9092", 21), sock(netstat.CloseWait, 200, 41002, "10.0.0.2:9092", 22),
+		sock(netstat.Established, 300, 42001, "10.0.0.3:9092", 31),
+	}
+	return s, nil
+}
+
+func (f *fake) options() Options {
+	return Options{
+		ProcRoot: "/nonexistent", Duration: 60 * time.Second, Interval: 10 * time.Second, Arch: "amd64",
+		Scan: f.scan,
+		Identify: func(p netstat.Process) clients.Client {
+			switch p.PID {
+			case 100:
+				return clients.Client{Library: clients.FranzGo, Version: "v1.22.3", Language: "Go",
+					Evidence: []string{"Go build info of /proc/100/exe (/srv/orders, go1.26.8)", "module github.com/twmb/franz-go v1.22.3"}}
+			case 200:
+				return clients.Client{Library: clients.KafkaClients, Version: "3.9.0", Language: "Java", Evidence: []string{"/opt/app/kafka-clients-3.9.0.jar (class path -cp)"}}
+			}
+			return clients.Client{Evidence: []string{"client not identified", "no librdkafka in /proc/300/maps", "a python process whose main script /opt/tool/sync.py imports no Kafka client"}}
+		},
+		Threads: func(pid int) ([]clients.ThreadSample, error) {
+			if pid != 200 {
+				return []clients.ThreadSample{{TID: pid, Name: "main", State: 'S', Syscall: 202, HasSyscall: true}}, nil
+			}
+			return []clients.ThreadSample{
+				{TID: 200, Name: "java", State: 'S', Syscall: 202, HasSyscall: true, Wchan: "futex_do_wait"},
+				{TID: 211, Name: "kafka-producer-", State: 'S', Syscall: 232, HasSyscall: true, Wchan: "do_epoll_wait"},
+				{TID: 212, Name: "kafka-producer-", State: 'S', Syscall: 202, HasSyscall: true, Wchan: "futex_do_wait"},
+			}, nil
+		},
+		Config: func(pid int, c clients.Client) []procconfig.Source {
+			if pid != 200 {
+				return nil
+			}
+			f, err := config.Parse("/opt/app/producer.properties", []byte("bootstrap.servers=10.0.0.1:9092\nconnections.max.idle.ms=-1\nssl.key.password=s3cr3t-value\n"), config.Java)
+			if err != nil {
+				panic(err)
+			}
+			return []procconfig.Source{{Path: "/opt/app/producer.properties", How: "named on the command line", Dialect: "java", File: f}}
+		},
+		ReadProc: func(pid int) (netstat.Process, error) { return netstat.Process{}, os.ErrNotExist },
+		Sleep:    func(ctx context.Context, d time.Duration) error { f.now = f.now.Add(d); return nil },
+	}
+}
+
+func TestGolden(t *testing.T) {
+	f := &fake{now: t0}
+	r, err := Run(context.Background(), f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range Writers {
+		var buf bytes.Buffer
+		if err := w(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		ext := map[string]string{"text": "txt", "json": "json", "markdown": "md"}[name]
+		golden := filepath.Join("testdata", "doctor."+ext+".golden")
+		if *update {
+			if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test ./doctor/ -update)", err)
+		}
+		if d := cmp.Diff(string(want), buf.String()); d != "" {
+			t.Errorf("%s (-want +got):\n%s", golden, d)
+		}
+		for _, secret := range []string{"hunter2", "changeit", "s3cr3t-value"} {
+			if strings.Contains(buf.String(), secret) {
+				t.Errorf("%s output shows the secret %q", name, secret)
+			}
+		}
+	}
+}
+
+// TestReport checks what a user reads off the report, format aside.
+func TestReport(t *testing.T) {
+	f := &fake{now: t0}
+	r, err := Run(context.Background(), f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Samples != 7 || len(r.Processes) != 3 {
+		t.Fatalf("%d samples, %d processes; want 7 scans over 60s every 10s, and 3 processes", r.Samples, len(r.Processes))
+	}
+	by := map[int]Process{}
+	for _, p := range r.Processes {
+		by[p.PID] = p
+	}
+	franz, java, py := by[100], by[200], by[300]
+	if franz.Sockets["CLOSE_WAIT"] != 3 || franz.Sockets["CLOSE"] != 2 || franz.Instances != nil || franz.OldestCloseWait != time.Minute {
+		t.Errorf("franz-go process: %+v", franz)
+	}
+	if franz.Findings[0].ID != "close-wait-held" || !strings.Contains(franz.Findings[0].Fix, "kgo.ConnIdleTimeout") {
+		t.Errorf("franz-go's first finding: %+v", franz.Findings[0])
+	}
+	if java.Instances == nil || *java.Instances != 2 || len(java.NetworkThreads) != 2 || java.NetworkThreads[1].State != clients.Blocked || java.NetworkThreads[0].State != clients.Polling {
+		t.Errorf("java: instances %v, threads %+v; want 2, one polling, one blocked", java.Instances, java.NetworkThreads)
+	}
+	if len(java.ConfigFiles) != 1 || !strings.Contains(js(t, java.ConfigFiles), "KD101") {
+		t.Errorf("java config: %+v", java.ConfigFiles)
+	}
+	if py.Client.Identified() || py.Findings[len(py.Findings)-1].ID != KindNotIdentified {
+		t.Errorf("python: %+v", py)
+	}
+	for _, fd := range franz.Findings {
+		if strings.Contains(js(t, fd), "jstack") {
+			t.Errorf("a Go process got a Java cause: %+v", fd)
+		}
+	}
+	if got := r.ExitCode(); got != 1 {
+		t.Errorf("exit code %d, want 1 (warnings, no critical)", got)
+	}
+}
+
+func js(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestBlindIsUnknown: when the scan could not attribute CLOSE_WAIT sockets
+// (a process kdiag may not read), doctor exits 3 and says why first; a
+// process that exited during the scan is not that.
+func TestBlindIsUnknown(t *testing.T) {
+	f := &fake{now: t0}
+	o := f.options()
+	scan := o.Scan
+	o.Scan = func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error) {
+		s, err := scan(ctx, q)
+		s.Notes = append(s.Notes, "pid 4 exited before its details were read; 1 socket is left unattributed")
+		return s, err
+	}
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Blind || r.ExitCode() == 3 {
+		t.Errorf("an exited process made doctor blind: %q", r.BlindReason)
+	}
+	o.Scan = func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error) {
+		s, err := scan(ctx, q)
+		s.Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 30}, Reason: "the fds of pid 1 (init) could not be read (permission denied)"}
+		return s, err
+	}
+	if r, err = Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(buf.String(), "\n", 3)
+	want := "UNKNOWN: 30 CLOSE_WAIT sockets unattributed: the fds of pid 1 (init) could not be read (permission denied)"
+	if r.ExitCode() != 3 || len(lines) < 2 || !strings.HasPrefix(lines[1], want) {
+		t.Errorf("exit %d, text:\n%s\nwant exit 3 and, first, %q", r.ExitCode(), buf.String(), want)
+	}
+}

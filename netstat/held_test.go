@@ -1,0 +1,305 @@
+//go:build linux
+
+package netstat
+
+import (
+	"context"
+	"net"
+	"os"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/internal/sockettest"
+)
+
+// heldChild starts a child in its own network namespace holding 5
+// CLOSE_WAIT sockets with a keepalive of 1 s and tcp_fin_timeout 2 s there,
+// and a listener: within seconds the peers' FIN_WAIT_2 sides expire, the
+// next probes get RSTs, and the 5 sockets leave every kernel table while
+// the child holds their fds.
+func heldChild(t *testing.T) *sockettest.Child {
+	t.Helper()
+	return sockettest.StartChild(t, sockettest.Spec{Listeners: 1, CloseWait: 5, KeepAlive: time.Second, FinTimeout: 2 * time.Second, NetNS: true})
+}
+
+// waitStates scans q with s until the child's sockets count want by state,
+// or fails after a bound: the kernel's resets come when they come.
+func waitStates(t *testing.T, s *Scanner, q Query, pid int, want map[string]int) *Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		snap, err := s.Scan(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, x := range snap.Sockets {
+			if x.PID == pid {
+				got[x.State.String()]++
+			}
+		}
+		if cmp.Equal(want, got) {
+			return snap
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s the child's sockets are %v, want %v", got, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestScanHeldClosed: the sockets a keepalive RST took out of every kernel
+// table are reported as CLOSE, exactly those, with the child's pid, fd and
+// inode; a repeated scan keeps the addresses they had in CLOSE_WAIT; a scan
+// of CLOSE_WAIT alone does not report them.
+func TestScanHeldClosed(t *testing.T) {
+	c := heldChild(t)
+	q := Query{States: States(CloseWait, Close, Listen), PIDs: []int{c.PID}}
+	watch := NewScanner("/proc")
+	// Seen in CLOSE_WAIT first, so that the repeated scanner knows where
+	// they pointed.
+	first, err := watch.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw := 0
+	for _, x := range first.Sockets {
+		if x.State == CloseWait {
+			cw++
+		}
+	}
+	if cw == 0 {
+		t.Skip("the sockets left CLOSE_WAIT before the first scan: nothing to carry (a very slow machine)")
+	}
+	snap := waitStates(t, watch, q, c.PID, map[string]int{"CLOSE": 5, "LISTEN": 1})
+
+	type held struct {
+		State         string
+		Local, Remote string
+		Inode         uint64
+		PID, FD       int
+	}
+	var want []held
+	for _, w := range c.CloseWait {
+		want = append(want, held{"CLOSE", w.Local.String(), w.Remote.String(), w.Inode, c.PID, w.FD})
+	}
+	pick := func(snap *Snapshot) []held {
+		var got []held
+		for _, x := range snap.Sockets {
+			if x.State == Close {
+				got = append(got, held{x.State.String(), x.Local.String(), x.Remote.String(), x.Inode, x.PID, x.FD})
+			}
+		}
+		return got
+	}
+	byFD := func(a, b held) int { return a.FD - b.FD }
+	slices.SortFunc(want, byFD)
+	got := pick(snap)
+	slices.SortFunc(got, byFD)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("repeated scan, held sockets (-want +got):\n%s", d)
+	}
+	var p *Process
+	for i := range snap.Processes {
+		if snap.Processes[i].PID == c.PID {
+			p = &snap.Processes[i]
+		}
+	}
+	if p == nil || p.States["CLOSE"] != 5 {
+		t.Errorf("child process %+v, want 5 CLOSE", p)
+	}
+
+	// A one-shot scan never saw them in CLOSE_WAIT: no addresses.
+	one := NewScanner("/proc")
+	one.NoCache = true
+	snap, err = one.Scan(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		want[i].Local, want[i].Remote = "invalid AddrPort", "invalid AddrPort"
+	}
+	got = pick(snap)
+	slices.SortFunc(got, byFD)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("one-shot scan, held sockets (-want +got):\n%s", d)
+	}
+
+	// Without CLOSE in the query, no full walk and no CLOSE socket.
+	snap, err = one.Scan(context.Background(), Query{States: States(CloseWait), PIDs: []int{c.PID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(snap.Sockets); n != 0 {
+		t.Errorf("--state close-wait: %d sockets, want none", n)
+	}
+}
+
+// TestHeldClosedOnlyTCP: a process's UDP and UNIX sockets and its TCP
+// sockets in the kernel's tables are never held CLOSE sockets.
+func TestHeldClosedOnlyTCP(t *testing.T) {
+	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[0])
+	defer syscall.Close(fds[1])
+	sockettest.Established(t, "tcp4", 2)
+	// A TCP socket never connected is TCP_CLOSE and in no table: that one
+	// is held CLOSE, the only one.
+	raw, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(raw)
+	s := NewScanner("/proc")
+	s.NoCache = true
+	snap, err := s.Scan(context.Background(), Query{States: States(Close), PIDs: []int{os.Getpid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fdsGot []int
+	for _, x := range snap.Sockets {
+		fdsGot = append(fdsGot, x.FD)
+		if x.State != Close || x.Family != IPv4 || x.PID != os.Getpid() {
+			t.Errorf("socket %+v, want a tcp4 CLOSE socket of this process", x)
+		}
+	}
+	if !slices.Equal(fdsGot, []int{raw}) {
+		t.Errorf("held CLOSE fds %v, want only the unconnected TCP socket's fd %d", fdsGot, raw)
+	}
+}
+
+// TestCloseWaitAgeWithKeepalive: keepalive probes' ACKs (every second here)
+// reset tcp_info's last-ACK time, so after a few seconds the age of a
+// CLOSE_WAIT socket is a bound, not a value, and the bound holds the true
+// age: never a too-young age given as exact. Without probes answered yet
+// (Go's default 15 s keepalive) the age is exact and right.
+func TestCloseWaitAgeWithKeepalive(t *testing.T) {
+	if _, err := DumpNetlink(States(Listen)); err != nil {
+		t.Skipf("netlink unavailable: %v", err)
+	}
+	before := time.Now()
+	probed := sockettest.CloseWait(t, "tcp4", 2, sockettest.KeepAlive(time.Second))
+	quiet := sockettest.CloseWait(t, "tcp4", 2)
+	after := time.Now() // every FIN came between before and after
+	ports := []uint16{probed[0].Remote.Port(), quiet[0].Remote.Port()}
+	s := NewScanner("/proc")
+	s.NoCache = true
+	q := Query{States: States(CloseWait), PIDs: []int{os.Getpid()}, RemotePorts: ports}
+	// Wait, bounded, for the probes' ACKs to make the first pair's ages
+	// bounds: at least one probe a second, so a few seconds.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		snap, err := s.Scan(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := snap.Time
+		minAge, maxAge := at.Sub(after), at.Sub(before) // the true age lies between
+		const tick = 20 * time.Millisecond              // tcp_info's ms and jiffies rounding
+		bounded := 0
+		for _, x := range snap.Sockets {
+			if !x.HasAge {
+				t.Fatalf("%v: no age", x)
+			}
+			if x.AgeExact() && (x.Age < minAge-tick || x.Age > maxAge+tick) {
+				t.Fatalf("%s: exact age %v, but the FIN came %v to %v ago", x.Local, x.Age, minAge, maxAge)
+			}
+			if !x.AgeExact() && (x.Age > maxAge+tick || x.AgeMax() < minAge-tick) {
+				t.Fatalf("%s: age between %v and %v, but the FIN came %v to %v ago", x.Local, x.Age, x.AgeMax(), minAge, maxAge)
+			}
+			if x.Remote.Port() == quiet[0].Remote.Port() && !x.AgeExact() {
+				t.Errorf("%s: no probe answered yet (15 s keepalive), yet the age is bounded (%v to %v)", x.Local, x.Age, x.AgeMax())
+			}
+			if x.Remote.Port() == probed[0].Remote.Port() && !x.AgeExact() {
+				bounded++
+			}
+		}
+		if len(snap.Sockets) != 4 {
+			t.Fatalf("%d CLOSE_WAIT sockets, want 4", len(snap.Sockets))
+		}
+		if bounded == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s of probes every second, %d of 2 ages are bounds", bounded)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// TestIdleBeforeFIN: a connection that carried data, then idled until the
+// peer closed it, says how long it idled: what a broker's idle close waited
+// (its connections.max.idle.ms).
+func TestIdleBeforeFIN(t *testing.T) {
+	if _, err := DumpNetlink(States(Listen)); err != nil {
+		t.Skipf("netlink unavailable: %v", err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1)
+	// A request and its response, then nothing.
+	dataBefore := time.Now()
+	if _, err := c.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Write([]byte{2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	dataAfter := time.Now()
+	time.Sleep(700 * time.Millisecond)
+	closeBefore := time.Now()
+	srv.Close()
+	closeAfter := time.Now()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	s := NewScanner("/proc")
+	s.NoCache = true
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		snap, err := s.Scan(context.Background(), Query{States: States(CloseWait), PIDs: []int{os.Getpid()}, RemotePorts: []uint16{port}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Sockets) == 1 {
+			x := snap.Sockets[0]
+			idle := time.Duration(x.IdleMS) * time.Millisecond
+			lo, hi := closeBefore.Sub(dataAfter), closeAfter.Sub(dataBefore)
+			const tick = 20 * time.Millisecond
+			if !x.AgeExact() || idle < lo-tick || idle > hi+tick {
+				t.Errorf("exact age %v, idle before the FIN %v; want exact and %v to %v", x.AgeExact(), idle, lo, hi)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d CLOSE_WAIT sockets to port %d after 10s, want 1", len(snap.Sockets), port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

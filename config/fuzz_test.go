@@ -154,3 +154,38 @@ func FuzzParseSpringProperties(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseAll feeds every kind of input ParseAll reads (an application
+// log, a connector's JSON, a compose file, an env file, a ConfigMap, a Helm
+// values file, a Streams or Connect properties file) one text: no panic,
+// and every position on a line of the input.
+func FuzzParseAll(f *testing.F) {
+	names := []string{"app.log", "connector.json", "docker-compose.yml", "connect.env", "cm.yaml", "values.yaml", "streams.properties"}
+	seeds := []string{
+		"x INFO ProducerConfig values: \n\tacks = -1\n\tbootstrap.servers = [a:1, b:2]\n\nKafka version: 3.9.0\n",
+		`{"name":"c","config":{"connector.class":"X","producer.override.linger.ms":"5"}}`,
+		"services:\n  c:\n    environment:\n      - CONNECT_PRODUCER_LINGER_MS=5\n      CONNECT_X: 1\n",
+		"export CONNECT_PRODUCER_ACKS='1'\nCONNECT_BOOTSTRAP_SERVERS=\"a:1\"\n",
+		"kind: ConfigMap\ndata:\n  p.properties: |\n    a=1\n    b\\\n      =2\n",
+		"k:\n  c: |\n    bootstrap.servers=a:1\n",
+		"application.id=x\nproducer.linger.ms=5\n",
+	}
+	for i, s := range seeds {
+		f.Add(uint8(i), s)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data string) {
+		name := names[int(which)%len(names)]
+		files, err := ParseAll(name, data, Unknown)
+		if err != nil {
+			return
+		}
+		lines := lineLengths([]byte(data))
+		for _, file := range files {
+			for _, e := range file.Entries {
+				if e.KeyPos.Line < 1 || e.KeyPos.Line > len(lines) || e.ValuePos.Line < 1 || e.ValuePos.Line > len(lines) {
+					t.Fatalf("%s: entry %+v outside the input's %d lines", name, e, len(lines))
+				}
+			}
+		}
+	})
+}

@@ -62,8 +62,10 @@ type Rule struct {
 	Category    string
 	Rationale   string
 	Remediation string
-	// Source names the fact the rule rests on: a Kafka or librdkafka source
-	// file and symbol, or a row of ../shared/reference.
+	// Source names the fact the rule rests on, where a user can read it:
+	// the upstream source file and symbol (apache/kafka's ProducerConfig.java,
+	// confluentinc/librdkafka's rdkafka_conf.c or CONFIGURATION.md), never
+	// a path of kdiag's own checkout.
 	Source string
 	// Dialects the rule applies to; nil means every dialect.
 	Dialects []config.Dialect

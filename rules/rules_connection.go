@@ -66,10 +66,7 @@ var kd101 = &Rule{
 		"blocked keep such sockets in CLOSE_WAIT, and they pile up.",
 	Remediation: "Remove connections.max.idle.ms (the default 540000 closes idle connections a minute before " +
 		"the broker does) or set it below the broker's connections.max.idle.ms.",
-	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/network/Selector.java (constructor: " +
-		"idleExpiryManager = connectionMaxIdleMs < 0 ? null : new IdleExpiryManager(...)); ProducerConfig " +
-		"CONNECTIONS_MAX_IDLE_MS_CONFIG (LONG, 9 * 60 * 1000, no validator); " +
-		"../shared/reference/java-producer-crossfield-rules.tsv IDLE_DISABLED",
+	Source:   "apache/kafka clients/src/main/java/org/apache/kafka/common/network/Selector.java (constructor: idleExpiryManager = connectionMaxIdleMs < 0 ? null : new IdleExpiryManager(...)); apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java (CONNECTIONS_MAX_IDLE_MS_CONFIG: LONG, 9 * 60 * 1000, no validator); apache/kafka server/src/main/java/org/apache/kafka/network/SocketServerConfigs.java (broker CONNECTIONS_MAX_IDLE_MS_DEFAULT 10 * 60 * 1000)",
 	Dialects: javaDialects,
 	Check: func(p *Pass) {
 		n, e, set, ok := p.view.javaInt("connections.max.idle.ms")
@@ -102,9 +99,7 @@ var kd102 = &Rule{
 		"value is 600000 unless --broker-config or --broker-idle-ms says otherwise.",
 	Remediation: "Set connections.max.idle.ms below the broker's connections.max.idle.ms (e.g. 540000 against the " +
 		"broker default 600000), or leave the Java default.",
-	Source: "apache/kafka ProducerConfig CONNECTIONS_MAX_IDLE_MS_CONFIG comment; broker SocketServerConfigs " +
-		"connections.max.idle.ms default 600000 (../shared/reference/SOURCES.md); librdkafka CONFIGURATION.md " +
-		"connections.max.idle.ms (Azure heuristic when left at its default)",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java (CONNECTIONS_MAX_IDLE_MS_CONFIG and its comment: \"a bit lower than the server default (10 min)\"); apache/kafka server/src/main/java/org/apache/kafka/network/SocketServerConfigs.java (CONNECTIONS_MAX_IDLE_MS_DEFAULT); confluentinc/librdkafka CONFIGURATION.md connections.max.idle.ms and src/rdkafka_conf.c rd_kafka_conf_finalize (the \"azure\" default)",
 	Check: func(p *Pass) {
 		v := p.view
 		broker := v.brokerIdle
@@ -272,9 +267,8 @@ var kd105 = &Rule{
 		"a down broker at the same fixed interval, with no growth, which turns a broker restart into a " +
 		"reconnect storm.",
 	Remediation: "Also set reconnect.backoff.max.ms (the default is 1000), or remove reconnect.backoff.ms.",
-	Source: "apache/kafka CommonClientConfigs.postProcessReconnectBackoffConfigs; " +
-		"../shared/reference/java-producer-crossfield-rules.tsv RECONNECT_BACKOFF_MAX_IMPLICIT",
-	Dialects: javaDialects,
+	Source:      "apache/kafka clients/src/main/java/org/apache/kafka/clients/CommonClientConfigs.java (postProcessReconnectBackoffConfigs: \"Disabling exponential reconnect backoff because reconnect.backoff.ms is set, but reconnect.backoff.max.ms is not.\")",
+	Dialects:    javaDialects,
 	Check: func(p *Pass) {
 		e, ok := p.view.get("reconnect.backoff.ms")
 		if !ok {

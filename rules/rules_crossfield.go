@@ -12,7 +12,8 @@ import (
 )
 
 // KD3xx: what the producer rejects or silently overrides when it looks at
-// several keys together (../shared/reference/java-producer-crossfield-rules.tsv).
+// several keys together (ProducerConfig.postProcessAndValidateIdempotenceConfigs,
+// KafkaProducer.configureDeliveryTimeout, CommonClientConfigs).
 
 var kd301 = &Rule{
 	ID:       "KD301",
@@ -29,10 +30,7 @@ var kd301 = &Rule{
 		"when both are set that way.",
 	Remediation: "Raise delivery.timeout.ms to at least linger.ms + request.timeout.ms, or lower linger.ms or " +
 		"request.timeout.ms.",
-	Source: "apache/kafka KafkaProducer.configureDeliveryTimeout and lingerMs; ../shared/reference/" +
-		"java-producer-crossfield-rules.tsv DELIVERY_TIMEOUT; for librdkafka the message.timeout.ms row of " +
-		"../shared/reference/librdkafka-producer-configs.tsv (src/rdkafka_conf.c; CONFIGURATION.md does not " +
-		"state the linger.ms constraint)",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/KafkaProducer.java (configureDeliveryTimeout, lingerMs); apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java (LINGER_MS_CONFIG default); confluentinc/librdkafka src/rdkafka_conf.c rd_kafka_conf_finalize (message.timeout.ms and linger.ms)",
 	Check: func(p *Pass) {
 		v := p.view
 		if v.dialect == config.Librdkafka {
@@ -203,9 +201,10 @@ func idempotenceRule(id, title, key, rationale string) *Rule {
 			"the user set.",
 		Remediation: "Remove " + key + " (the defaults work with idempotence), or set enable.idempotence=false " +
 			"explicitly if you do not want it.",
-		Source: "apache/kafka ProducerConfig.postProcessAndValidateIdempotenceConfigs (3.9 and 4.x); " +
-			"../shared/reference/java-producer-crossfield-rules.tsv IDEMP_*; confluentinc/librdkafka " +
-			"CONFIGURATION.md enable.idempotence",
+		Source: "apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java " +
+			"(postProcessAndValidateIdempotenceConfigs, 3.9 and trunk; userConfiguredIdempotence decides between " +
+			"ConfigException and a log line); confluentinc/librdkafka CONFIGURATION.md enable.idempotence and " +
+			"src/rdkafka_idempotence.c",
 		Check: func(p *Pass) {
 			if p.view.dialect == config.Librdkafka {
 				checkLibIdempotence(p, id)
@@ -278,8 +277,7 @@ var kd305 = &Rule{
 		"a transactional.id unless enable.idempotence=false is set, which is an error.",
 	Remediation: "Remove enable.idempotence=false and the settings that conflict with idempotence, or remove " +
 		"transactional.id.",
-	Source: "apache/kafka ProducerConfig.postProcessAndValidateIdempotenceConfigs; ../shared/reference/" +
-		"java-producer-crossfield-rules.tsv TXN_REQUIRES_IDEMP; confluentinc/librdkafka CONFIGURATION.md transactional.id",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java (postProcessAndValidateIdempotenceConfigs: \"Cannot set a transactional.id without also enabling idempotence.\"); confluentinc/librdkafka CONFIGURATION.md transactional.id",
 	Check: func(p *Pass) {
 		v := p.view
 		tx, ok := v.get("transactional.id")
@@ -330,9 +328,8 @@ var kd306 = &Rule{
 		"and non-empty string.\" when sasl.mechanism is written empty. (Left out entirely, it defaults to " +
 		"GSSAPI, Kerberos: see KD307.)",
 	Remediation: "Set sasl.mechanism to the broker's mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI.",
-	Source: "apache/kafka CommonClientConfigs.postValidateSaslMechanismConfig; ../shared/reference/" +
-		"java-producer-crossfield-rules.tsv SASL_MECHANISM_REQUIRED",
-	Dialects: javaDialects,
+	Source:      "apache/kafka clients/src/main/java/org/apache/kafka/clients/CommonClientConfigs.java (postValidateSaslMechanismConfig)",
+	Dialects:    javaDialects,
 	Check: func(p *Pass) {
 		v := p.view
 		proto, _, _, _ := v.javaValue("security.protocol")
@@ -382,9 +379,7 @@ var kd307 = &Rule{
 		"and for librdkafka's sasl.username/sasl.password under GSSAPI.",
 	Remediation: "Set sasl.mechanism to the mechanism of the login module: PlainLoginModule: PLAIN; " +
 		"ScramLoginModule: SCRAM-SHA-256 or SCRAM-SHA-512; OAuthBearerLoginModule: OAUTHBEARER; Krb5LoginModule: GSSAPI.",
-	Source: "apache/kafka SaslConfigs (sasl.mechanism default GSSAPI), ClientUtils.createChannelBuilder; " +
-		"../shared/reference/java-producer-configs.tsv sasl.mechanism; confluentinc/librdkafka CONFIGURATION.md " +
-		"sasl.mechanisms (default GSSAPI)",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/config/SaslConfigs.java (SASL_MECHANISM default GSSAPI); apache/kafka clients/src/main/java/org/apache/kafka/clients/ClientUtils.java (createChannelBuilder); confluentinc/librdkafka CONFIGURATION.md sasl.mechanisms (default GSSAPI)",
 	Check: func(p *Pass) {
 		v := p.view
 		if v.dialect == config.Librdkafka {
@@ -464,9 +459,8 @@ var kd308 = &Rule{
 		"\"ALL\" is rejected) and throws ConfigException otherwise, so the producer does not start; acks=2 or " +
 		"a count of replicas is not a thing a producer can ask for.",
 	Remediation: "Use acks=all (the default since 3.0, and required by idempotence), or acks=1 / acks=0 if you accept losing data.",
-	Source: "apache/kafka ProducerConfig ACKS_CONFIG (Type.STRING, \"all\", in(\"all\", \"-1\", \"0\", \"1\")) and " +
-		"parseAcks; ../shared/reference/java-producer-crossfield-rules.tsv ACKS_PARSE",
-	Dialects: javaDialects,
+	Source:      "apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java (ACKS_CONFIG: Type.STRING, \"all\", in(\"all\", \"-1\", \"0\", \"1\"); parseAcks)",
+	Dialects:    javaDialects,
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
 			if e.Key != "acks" || p.view.unknown(e) {

@@ -226,9 +226,11 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 	return &Rule{
 		ID: id, Title: title, Severity: Error, Category: "type", PerEntry: true,
 		Rationale: rationale, Remediation: remediation,
-		Source: "apache/kafka ConfigDef.parseType and the validators of ProducerConfig, CommonClientConfigs, " +
-			"SslConfigs, SaslConfigs (../shared/reference/java-producer-configs.tsv); confluentinc/librdkafka " +
-			"CONFIGURATION.md ranges (../shared/reference/librdkafka-producer-configs.tsv)",
+		Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/config/ConfigDef.java (parseType: Integer/Long/Short.parseX " +
+			"of the trimmed value, BOOLEAN only true/false; Range.atLeast/between, ValidString.in) and the definitions in " +
+			"apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java, clients/CommonClientConfigs.java, " +
+			"common/config/SslConfigs.java, common/config/SaslConfigs.java; confluentinc/librdkafka src/rdkafka_conf.c " +
+			"(rd_kafka_anyconf_set_prop: (int)strtol(value, &end, 0), strtod, the range check) and CONFIGURATION.md (ranges)",
 		Check: func(p *Pass) {
 			v := p.view
 			for _, e := range p.Entries {
@@ -314,8 +316,7 @@ var kd404 = &Rule{
 		"catalog key within a small edit distance (Damerau-Levenshtein: 1 for short names, up to 3 for long ones).",
 	Remediation: "Fix the spelling (see the suggestion), or remove the key. For a librdkafka file, use the " +
 		"librdkafka property (e.g. linger.ms or queue.buffering.max.ms, not buffer.memory).",
-	Source: "apache/kafka AbstractConfig.logUnused; ../shared/reference/java-producer-crossfield-rules.tsv " +
-		"UNKNOWN_KEYS; confluentinc/librdkafka CONFIGURATION.md (property list)",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/config/AbstractConfig.java (logUnused: \"These configurations ... were supplied but are not used yet.\"); apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java (the config names); confluentinc/librdkafka CONFIGURATION.md (the property list) and src/rdkafka_conf.c (\"No such configuration property\")",
 	Check: func(p *Pass) {
 		v := p.view
 		for _, e := range p.Entries {
@@ -705,8 +706,7 @@ var kd407 = &Rule{
 		"ConfigException (class not found). With --kafka-version 3.9 these are reported as deprecations.",
 	Remediation: "Remove auto.include.jmx.reporter (use metric.reporters) and partitioner.class naming a removed " +
 		"class (the built-in partitioner does sticky, adaptive partitioning by default).",
-	Source: "../shared/reference/java-producer-configs.tsv (auto.include.jmx.reporter: REMOVED 4.0; " +
-		"partitioner.class: classes removed in 4.0); apache/kafka ProducerConfig trunk",
+	Source:   "apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java (3.9: AUTO_INCLUDE_JMX_REPORTER_CONFIG, deprecated by KIP-830; trunk: removed) and apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/internals/DefaultPartitioner.java, UniformStickyPartitioner.java (deprecated by KIP-794 in 3.3, removed in 4.0)",
 	Dialects: javaDialects,
 	Check: func(p *Pass) {
 		if p.File.Source == config.SourceLog {
@@ -745,7 +745,7 @@ var kd408 = &Rule{
 		"older client ignores them as unknown, so the behaviour they promise does not happen. The version " +
 		"comes from --kafka-version (default 4.1).",
 	Remediation: "Upgrade the client, or remove the key; check --kafka-version matches the client you run.",
-	Source:      "../shared/reference/java-producer-configs.tsv (status \"new in ...\", default \"(n/a)\" for 3.9)",
+	Source:      "apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java on branch 3.9 and trunk (the keys each defines: metadata.recovery.rebootstrap.trigger.ms and the sasl.oauthbearer.assertion.* configs are absent from 3.9)",
 	Dialects:    javaDialects,
 	Check: func(p *Pass) {
 		if p.File.Source == config.SourceLog {
@@ -807,7 +807,8 @@ var kd409 = &Rule{
 		"spring.kafka.producer.properties.* entry over a typed setting) and repeats across YAML or #--- " +
 		"documents (profiles) are not reported.",
 	Remediation: "Keep one line per key: delete the lines the message names as ignored.",
-	Source:      "java.util.Properties.load (a later put replaces an earlier one); config.File.Duplicates (same key, rank and document)",
+	Source: "java.util.Properties.load (a later put replaces an earlier one); confluentinc/librdkafka " +
+		"src/rdkafka_conf.c (each rd_kafka_conf_set of a property or its alias replaces its value)",
 	Check: func(p *Pass) {
 		if p.view.dialect == config.Librdkafka {
 			reportLibAliases(p)

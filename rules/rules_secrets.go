@@ -45,9 +45,7 @@ var kd501 = &Rule{
 	Remediation: "Move the secret out of the file: e.g. config.providers=env with " +
 		"config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider and " +
 		"ssl.key.password=${env:SSL_KEY_PASSWORD}, or a Spring placeholder; then rotate the exposed secret.",
-	Source: "apache/kafka SslConfigs/SaslConfigs (Type.PASSWORD keys), ConfigDef.Type.PASSWORD (hidden in logs); " +
-		"../shared/reference/java-producer-configs.tsv (PASSWORD rows); confluentinc/librdkafka CONFIGURATION.md " +
-		"(sensitive properties)",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/config/SslConfigs.java and SaslConfigs.java (Type.PASSWORD keys), apache/kafka clients/src/main/java/org/apache/kafka/common/config/types/Password.java (shown as [hidden]); confluentinc/librdkafka CONFIGURATION.md (properties marked sensitive)",
 	Check: func(p *Pass) {
 		if p.File.Source == config.SourceLog {
 			return // the log shows a password as [hidden]
@@ -76,7 +74,9 @@ var kd502 = &Rule{
 		"option and never prints its value.",
 	Remediation: "Take the password from a config provider (password=\"${env:KAFKA_PASSWORD}\" with " +
 		"config.providers=env, or ${file:...}), or a Spring placeholder; then rotate the exposed password.",
-	Source:   "apache/kafka SaslConfigs SASL_JAAS_CONFIG (Type.PASSWORD), PlainLoginModule/ScramLoginModule options",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/config/SaslConfigs.java (SASL_JAAS_CONFIG, " +
+		"Type.PASSWORD) and common/security/JaasConfig.java (a StreamTokenizer: single and double quotes alike); Spring " +
+		"Boot KafkaProperties.Jaas (spring.kafka.jaas.options)",
 	Dialects: []config.Dialect{config.Java, config.Spring},
 	Check: func(p *Pass) {
 		if p.File.Source == config.SourceLog {

@@ -199,3 +199,18 @@ func TestCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestSourcesCiteUpstream: every rule's Source names where a user can read
+// the fact (the upstream projects' files), never a path of kdiag's checkout
+// such as ../shared/reference, which users do not have.
+func TestSourcesCiteUpstream(t *testing.T) {
+	for _, r := range All() {
+		if strings.Contains(r.Source, "../") || strings.Contains(r.Source, "shared/reference") || strings.Contains(r.Source, ".tsv") {
+			t.Errorf("%s: Source cites a local path: %s", r.ID, r.Source)
+		}
+		if !strings.HasPrefix(r.ID, "KD9") && !strings.Contains(r.Source, "apache/kafka") && !strings.Contains(r.Source, "confluentinc/librdkafka") &&
+			!strings.Contains(r.Source, "java.util.Properties") && !strings.Contains(r.Source, "Spring") {
+			t.Errorf("%s: Source names no upstream project: %s", r.ID, r.Source)
+		}
+	}
+}

@@ -576,3 +576,20 @@ func TestSARIFBaseAndNoParentURIs(t *testing.T) {
 		t.Errorf("artifact locations (-want +got):\n%s", diff)
 	}
 }
+
+// TestAppendFindingMatchesEncoder: the hand-written encoding of a JSON
+// finding is byte for byte what encoding/json writes, odd text included.
+func TestAppendFindingMatchesEncoder(t *testing.T) {
+	for _, s := range []string{"", "plain", "quote \" backslash \\ tab \t nl \n cr \r", "\x00\x01\x1f\x7f", "<stdin> & é ✓ 😀",
+		"\u2028\u2029", "bad \xff\xfe utf-8", "\u0080\u009b"} {
+		jf := JSONFinding{Rule: "KD101", Severity: "warning", Message: s, Path: s, Line: 3, Column: 7, Key: s,
+			Evidence: s, Fix: s, Title: s, Category: s, HelpURI: HelpURI("KD101")}
+		want, err := newMarshaler("    ").marshal(jf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendFinding(nil, &jf); string(got) != string(want) {
+			t.Errorf("%q:\ngot  %s\nwant %s", s, got, want)
+		}
+	}
+}

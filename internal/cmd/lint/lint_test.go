@@ -99,6 +99,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad dialect", func(o *LintOptions) { o.Dialect = "python" }, []string{good}, "--dialect"},
 		{"bad fail-on", func(o *LintOptions) { o.FailOn = "fatal" }, []string{good}, `--fail-on "fatal"`},
 		{"bad kafka version", func(o *LintOptions) { o.KafkaVersion = "2.8" }, []string{good}, "--kafka-version"},
+		{"kafka version the catalog lacks", func(o *LintOptions) { o.KafkaVersion = "3.8" }, []string{good}, "describes the Java client 3.9, 4.0, 4.1"},
+		{"missing env file", func(o *LintOptions) { o.EnvFile = td("nope.env") }, []string{good}, "--env " + td("nope.env") + ": no such file"},
 		{"both broker flags", func(o *LintOptions) {
 			o.BrokerConfig, o.BrokerIdleSet, o.BrokerIdleMS = td("server.properties"), true, 1000
 		}, []string{good}, "mutually exclusive"},
@@ -518,5 +520,28 @@ func TestGoldenSources(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEnvFile: --env resolves placeholders, and the finding says the value
+// came from there.
+func TestEnvFile(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "application.properties")
+	env := filepath.Join(dir, "prod.env")
+	if err := os.WriteFile(app, []byte("spring.kafka.bootstrap-servers=${BOOTSTRAP}\nspring.kafka.producer.properties.linger.ms=${LINGER:5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(env, []byte("BOOTSTRAP=b1:9092,b2:9092\nLINGER=5s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, without, _ := run(t, "", nil, app)
+	code, with, errOut := run(t, "", func(o *LintOptions) { o.EnvFile = env }, app)
+	if strings.Contains(without, "KD401") || !strings.Contains(without, "KD411") {
+		t.Errorf("without --env: want KD411 for ${BOOTSTRAP} and the default 5 checked:\n%s", without)
+	}
+	if code != 1 || !strings.Contains(with, `KD401 spring.kafka.producer.properties.linger.ms (linger.ms): "5s" is not a number of milliseconds (its placeholders resolved from --env)`) ||
+		strings.Contains(with, "KD411") {
+		t.Errorf("with --env: exit %d, stdout:\n%s\nstderr: %s", code, with, errOut)
 	}
 }

@@ -17,8 +17,9 @@ import (
 
 // SARIF 2.1.0 (OASIS, errata 01): https://docs.oasis-open.org/sarif/sarif/v2.1.0/
 // The types below are the subset kdiag writes, named after the spec's
-// objects (sarifLog §3.13, run §3.14, toolComponent §3.19,
-// reportingDescriptor §3.49, result §3.27, physicalLocation §3.29).
+// objects (toolComponent §3.19, reportingDescriptor §3.49, result §3.27,
+// physicalLocation §3.29); the log (§3.13) and its run (§3.14) are streamed
+// around them, a result at a time.
 const (
 	sarifVersion = "2.1.0"
 	sarifSchema  = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -29,21 +30,6 @@ const (
 	// lets a later scheme coexist (§3.27.17).
 	fingerprintKey = "kdiagFinding/v1"
 )
-
-type sarifLog struct {
-	Schema  string     `json:"$schema"`
-	Version string     `json:"version"`
-	Runs    []sarifRun `json:"runs"`
-}
-
-type sarifRun struct {
-	Tool        sarifTool         `json:"tool"`
-	Invocations []sarifInvocation `json:"invocations"`
-	Results     []sarifResult     `json:"results"`
-	// ColumnKind says columns count Unicode code points, as config.Pos
-	// does (SARIF's default is UTF-16 code units, §3.14.26).
-	ColumnKind string `json:"columnKind"`
-}
 
 // sarifInvocation (§3.20) says whether the run covered every input; an input
 // kdiag could not read is a toolExecutionNotification (§3.58), which GitHub

@@ -30,7 +30,7 @@ type DoctorOptions struct {
 	// BrokerIdleGiven says --broker-idle-ms was given: it then stands
 	// over what the broker's closes showed.
 	BrokerIdleGiven bool
-	Format       string
+	Format          string
 	// Doctor, when set, replaces doctor.Options' sources (tests).
 	Doctor doctor.Options
 }

@@ -30,20 +30,9 @@ const (
 	fingerprintKey = "kdiagFinding/v1"
 )
 
-type sarifLog struct {
-	Schema  string     `json:"$schema"`
-	Version string     `json:"version"`
-	Runs    []sarifRun `json:"runs"`
-}
-
-type sarifRun struct {
-	Tool        sarifTool         `json:"tool"`
-	Invocations []sarifInvocation `json:"invocations"`
-	Results     []sarifResult     `json:"results"`
-	// ColumnKind says columns count Unicode code points, as config.Pos
-	// does (SARIF's default is UTF-16 code units, §3.14.26).
-	ColumnKind string `json:"columnKind"`
-}
+// The log (sarifLog §3.13) and its run (run §3.14) are written field by
+// field by StreamSARIF, so that results stream: tool, results, then
+// invocations, columnKind and originalUriBaseIds.
 
 // sarifInvocation (§3.20) says whether the run covered every input; an input
 // kdiag could not read is a toolExecutionNotification (§3.58), which GitHub

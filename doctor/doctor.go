@@ -11,7 +11,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,8 +43,10 @@ type Options struct {
 	// grow is a finding (default 1m, as watch's --stuck-age).
 	StuckAge time.Duration
 	// BrokerIdleMS is the broker's connections.max.idle.ms the lint
-	// compares with (default 600000).
-	BrokerIdleMS int64
+	// compares with (default 600000). Unless BrokerIdleGiven, the idle time
+	// the broker's closes showed (analyzer.BrokerIdle) replaces it.
+	BrokerIdleMS    int64
+	BrokerIdleGiven bool
 
 	Scan     func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error)
 	Identify func(netstat.Process) clients.Client
@@ -135,6 +136,10 @@ type Process struct {
 	BrokerSockets map[string]int `json:"broker_sockets"`
 	// OldestCloseWait is the age of its oldest CLOSE_WAIT socket (0: none).
 	OldestCloseWait time.Duration `json:"oldest_close_wait_ns"`
+	// BrokerIdleMS is the broker's idle timeout as its closes of this
+	// process's connections showed it (the idle time before each FIN), 0
+	// when unknown; the config was linted against it.
+	BrokerIdleMS int64 `json:"broker_idle_ms,omitempty"`
 	// Verdict is what its CLOSE_WAIT count did over the samples (step,
 	// growing, draining, steady, too-short).
 	Verdict     string       `json:"verdict"`
@@ -182,7 +187,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
 	q := o.Query
 	q.States = netstat.AllStates
-	aopts := analyzer.Options{StuckAge: o.StuckAge, IsBroker: isBroker(q.Brokers), Identify: o.Identify}
+	aopts := analyzer.Options{StuckAge: o.StuckAge, IsBroker: netstat.IsBroker(q.Brokers), Identify: o.Identify}
 	tracker := analyzer.NewTracker(aopts)
 	rep := &Report{}
 	var last *netstat.Snapshot
@@ -313,7 +318,7 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 	if p.NetworkThreads == nil {
 		p.NetworkThreads = []clients.NetworkThread{}
 	}
-	isB := isBroker(o.Query.Brokers)
+	isB := netstat.IsBroker(o.Query.Brokers)
 	for _, s := range last.Sockets {
 		if s.PID != pid {
 			continue
@@ -335,6 +340,12 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 	}
 	lintOpts := rules.DefaultOptions()
 	lintOpts.BrokerIdleMS = o.BrokerIdleMS
+	if med, _, _, _, ok := analyzer.BrokerIdle(ps); ok && !o.BrokerIdleGiven {
+		// What the broker did, read off the CLOSE_WAIT sockets, beats
+		// its default.
+		p.BrokerIdleMS = med.Milliseconds()
+		lintOpts.BrokerIdleMS = p.BrokerIdleMS
+	}
 	if c.Library == clients.KafkaClients {
 		if v, err := rules.ParseVersion(majorMinor(c.Version)); err == nil {
 			lintOpts.KafkaVersion = v.String()
@@ -344,6 +355,7 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 	for _, src := range o.Config(pid, c) {
 		cf := ConfigFile{Path: src.Path, How: src.How, Dialect: src.Dialect, Error: src.Err, Findings: []LintFinding{}}
 		if src.File != nil {
+			lintOpts.Env = src.Env
 			for _, f := range rules.LintFile(src.File, lintOpts) {
 				lf := LintFinding{Rule: f.RuleID, Severity: f.Severity.String(), Where: src.Where(f.Pos.Line), Message: f.Message, Fix: f.Fix}
 				cf.Findings = append(cf.Findings, lf)
@@ -423,19 +435,4 @@ func (r *Report) ExitCode() int {
 		return 1
 	}
 	return 0
-}
-
-// isBroker marks brokers as watch does: --brokers, else the default ports.
-func isBroker(brokers []netstat.Endpoint) func(ap netip.AddrPort) bool {
-	return func(ap netip.AddrPort) bool {
-		if len(brokers) == 0 {
-			return slices.Contains(netstat.DefaultKafkaPorts, ap.Port())
-		}
-		for _, b := range brokers {
-			if b.Match(ap) {
-				return true
-			}
-		}
-		return false
-	}
 }

@@ -210,3 +210,39 @@ func TestBlindIsUnknown(t *testing.T) {
 		t.Errorf("exit %d, text:\n%s\nwant exit 3 and, first, %q", r.ExitCode(), buf.String(), want)
 	}
 }
+
+// TestMeasuredBrokerIdle: the idle time before the FIN of a process's
+// CLOSE_WAIT sockets is the broker's idle timeout doctor lints against,
+// unless --broker-idle-ms says otherwise.
+func TestMeasuredBrokerIdle(t *testing.T) {
+	f := &fake{now: t0}
+	o := f.options()
+	scan := o.Scan
+	o.Scan = func(ctx context.Context, q netstat.Query) (*netstat.Snapshot, error) {
+		s, err := scan(ctx, q)
+		for i := range s.Sockets {
+			if x := &s.Sockets[i]; x.State == netstat.CloseWait && x.PID == 200 {
+				x.IdleMS = 300000
+			}
+		}
+		return s, err
+	}
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.Processes {
+		if want := map[int]int64{200: 300000}[p.PID]; p.BrokerIdleMS != want {
+			t.Errorf("pid %d: broker idle %d ms, want %d", p.PID, p.BrokerIdleMS, want)
+		}
+	}
+	o.BrokerIdleGiven, o.BrokerIdleMS = true, 600000
+	if r, err = Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.Processes {
+		if p.BrokerIdleMS != 0 {
+			t.Errorf("pid %d: broker idle %d ms measured over --broker-idle-ms", p.PID, p.BrokerIdleMS)
+		}
+	}
+}

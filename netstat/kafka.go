@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -55,26 +57,27 @@ func kafkaReason(ev kafkaEvidence) string {
 	return ""
 }
 
-// isBrokerSocket reports whether s goes to one of brokers, or without a list
-// to a default Kafka port. Listeners have no remote.
-func isBrokerSocket(s Socket, brokers []Endpoint) bool {
-	if s.State == Listen {
-		return false
-	}
-	if len(brokers) > 0 {
+// IsBroker returns whether a remote endpoint is a Kafka broker: one of
+// brokers (--brokers), or without a list one on a DefaultKafkaPorts port.
+// scan marks Kafka clients with it, and the analyzer its brokers.
+func IsBroker(brokers []Endpoint) func(netip.AddrPort) bool {
+	return func(ap netip.AddrPort) bool {
+		if len(brokers) == 0 {
+			return slices.Contains(DefaultKafkaPorts, ap.Port())
+		}
 		for _, b := range brokers {
-			if b.Match(s.Remote) {
+			if b.Match(ap) {
 				return true
 			}
 		}
 		return false
 	}
-	for _, p := range DefaultKafkaPorts {
-		if s.Remote.Port() == p {
-			return true
-		}
-	}
-	return false
+}
+
+// isBrokerSocket reports whether s goes to a broker (IsBroker); listeners
+// have no remote.
+func isBrokerSocket(s Socket, brokers []Endpoint) bool {
+	return s.State != Listen && IsBroker(brokers)(s.Remote)
 }
 
 func isJVM(name string, args []string) bool {

@@ -38,6 +38,9 @@ type Source struct {
 	Err  string       `json:"error,omitempty"`
 	// Vars names, for the environment, the variable of each line of File.
 	Vars []string `json:"-"`
+	// Env is the process's environment: what its ${VAR} and
+	// ${VAR:default} placeholders resolve from (rules.Options.Env).
+	Env map[string]string `json:"-"`
 }
 
 // Where writes a position of the source for people: path:line, or the
@@ -90,7 +93,64 @@ func Find(procRoot string, pid int, client clients.Client) []Source {
 	if s, ok := envSource(env, envOrder, client); ok {
 		f.out = append(f.out, s)
 	}
+	if client.Library == "" || client.Library == clients.KafkaClients {
+		f.addLogs()
+	}
+	for i := range f.out {
+		f.out[i].Env = env
+	}
 	return f.out
+}
+
+// maxLogTail bounds what is read of one log: its last part, where the
+// newest producer's block is.
+const maxLogTail = 8 << 20
+
+// addLogs adds, from the regular files the process holds open whose name
+// says log, the last "ProducerConfig values:" block the Java client logged
+// there (AbstractConfig.logAll, at INFO when a producer is created): the
+// effective configuration, defaults included.
+func (f *finder) addLogs() {
+	ents, err := os.ReadDir(filepath.Join(f.dir, "fd"))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join(f.dir, "fd", e.Name()))
+		if err != nil || !filepath.IsAbs(target) || !strings.Contains(strings.ToLower(filepath.Base(target)), "log") || slices.Contains(f.seen, target) {
+			continue
+		}
+		f.seen = append(f.seen, target)
+		path := filepath.Join(f.dir, "fd", e.Name())
+		st, err := os.Stat(path)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		fh, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if st.Size() > maxLogTail {
+			_, err = fh.Seek(st.Size()-maxLogTail, io.SeekStart)
+		}
+		var data []byte
+		if err == nil {
+			data, err = io.ReadAll(io.LimitReader(fh, maxLogTail))
+		}
+		fh.Close()
+		if err != nil || !config.IsProducerLog(string(data)) {
+			continue
+		}
+		blocks := config.ParseProducerLog(target, string(data))
+		if len(blocks) == 0 {
+			continue
+		}
+		how := "open by the process: the last ProducerConfig values block of its log (the Java client's effective configuration)"
+		if len(blocks) > 1 {
+			how = fmt.Sprintf("open by the process: the last of the %d ProducerConfig values blocks of its log (one per producer created)", len(blocks))
+		}
+		f.out = append(f.out, Source{Path: target, How: how, Dialect: config.Java.String(), File: blocks[len(blocks)-1]})
+	}
 }
 
 type finder struct {

@@ -2,9 +2,12 @@ package procconfig
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/rules"
@@ -67,5 +70,53 @@ func TestFind(t *testing.T) {
 	}
 	if len(env.Vars) != 2 {
 		t.Errorf("environment vars %q: want the two SPRING_KAFKA_ ones (KAFKA_HOME is no setting)", env.Vars)
+	}
+}
+
+// TestFindLogBlock runs a process that holds its application log open, as a
+// JVM holds its log4j file: the last ProducerConfig values block in it is a
+// source, the effective configuration, and the process's environment comes
+// with every source for its placeholders.
+func TestFindLogBlock(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "app.log")
+	block := func(acks string) string {
+		return "2026-12-04 10:00:00 INFO ProducerConfig values: \n" +
+			"\tacks = " + acks + "\n\tbootstrap.servers = [b1:9092, b2:9092]\n\tconnections.max.idle.ms = -1\n\tlinger.ms = 5\n" +
+			"2026-12-04 10:00:00 INFO Kafka version: 3.9.0\n"
+	}
+	if err := os.WriteFile(log, []byte("starting\n"+block("1")+"later\n"+block("-1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `exec 3<"$0"; sleep 30`, log)
+	cmd.Env = append(os.Environ(), "KAFKA_LINGER=7")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var srcs []Source
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		srcs = Find("/proc", cmd.Process.Pid, clients.Client{Library: clients.KafkaClients})
+		if slices.ContainsFunc(srcs, func(s Source) bool { return s.Path == log }) || time.Now().After(deadline) {
+			break
+		}
+	}
+	i := slices.IndexFunc(srcs, func(s Source) bool { return s.Path == log })
+	if i < 0 {
+		t.Fatalf("sources %+v, want the log %s", srcs, log)
+	}
+	s := srcs[i]
+	if s.File == nil || !strings.Contains(s.How, "last of the 2 ProducerConfig values blocks") {
+		t.Fatalf("log source %+v, want the last of 2 blocks", s)
+	}
+	got := map[string]string{}
+	for _, e := range s.File.Entries {
+		got[e.Key] = e.Value
+	}
+	if got["acks"] != "-1" || got["bootstrap.servers"] != "b1:9092,b2:9092" || got["connections.max.idle.ms"] != "-1" {
+		t.Errorf("entries %v, want the second block's, as a properties file would say them", got)
+	}
+	if s.Env["KAFKA_LINGER"] != "7" {
+		t.Errorf("environment not with the source: %v", s.Env["KAFKA_LINGER"])
 	}
 }

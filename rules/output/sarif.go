@@ -17,8 +17,9 @@ import (
 
 // SARIF 2.1.0 (OASIS, errata 01): https://docs.oasis-open.org/sarif/sarif/v2.1.0/
 // The types below are the subset kdiag writes, named after the spec's
-// objects (sarifLog §3.13, run §3.14, toolComponent §3.19,
-// reportingDescriptor §3.49, result §3.27, physicalLocation §3.29).
+// objects (toolComponent §3.19, reportingDescriptor §3.49, result §3.27,
+// physicalLocation §3.29); the log (§3.13) and its run (§3.14) are streamed
+// around them, a result at a time.
 const (
 	sarifVersion = "2.1.0"
 	sarifSchema  = "https://json.schemastore.org/sarif-2.1.0.json"

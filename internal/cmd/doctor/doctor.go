@@ -27,7 +27,10 @@ type DoctorOptions struct {
 	Interval     time.Duration
 	StuckAge     time.Duration
 	BrokerIdleMS int64
-	Format       string
+	// BrokerIdleGiven says --broker-idle-ms was given: it then stands
+	// over what the broker's closes showed.
+	BrokerIdleGiven bool
+	Format          string
 	// Doctor, when set, replaces doctor.Options' sources (tests).
 	Doctor doctor.Options
 }
@@ -77,6 +80,7 @@ scan that failed).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ProcRoot = f.ProcRoot
+			opts.BrokerIdleGiven = cmd.Flags().Changed("broker-idle-ms")
 			if err := cmdutil.CheckFormat(opts.Format, cmdutil.Keys(doctor.Writers)); err != nil {
 				return err
 			}
@@ -93,7 +97,7 @@ scan that failed).`,
 	fl.DurationVar(&opts.Duration, "duration", 0, "sample for this long for a verdict (0: one scan)")
 	fl.DurationVar(&opts.Interval, "interval", time.Second, "time between scans with --duration")
 	fl.DurationVar(&opts.StuckAge, "stuck-age", time.Minute, "CLOSE_WAIT older than this is a finding even when not growing")
-	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", 600000, "the broker's connections.max.idle.ms, which the config lint compares with")
+	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", 600000, "the broker's connections.max.idle.ms, which the config lint compares with (default: what the broker's idle closes showed, else 600000)")
 	cmdutil.FormatFlag(fl, &opts.Format, "text", cmdutil.Keys(doctor.Writers))
 	return cmd
 }
@@ -109,6 +113,7 @@ func runDoctor(o *DoctorOptions) error {
 	}
 	d := o.Doctor
 	d.ProcRoot, d.Query, d.Duration, d.Interval, d.StuckAge, d.BrokerIdleMS = o.ProcRoot, q, o.Duration, o.Interval, o.StuckAge, o.BrokerIdleMS
+	d.BrokerIdleGiven = o.BrokerIdleGiven
 	if d.Scan == nil {
 		sc := netstat.NewScanner(o.ProcRoot)
 		sc.NoCache = o.Duration == 0

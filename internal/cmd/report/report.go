@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/kdiag/kdiag/analyzer"
-	"github.com/kdiag/kdiag/internal/cmd/watch"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/record"
@@ -103,7 +102,7 @@ func runReport(o *ReportOptions) error {
 		ns = append(ns, msg)
 		fmt.Fprintf(o.IO.ErrOut, "kdiag report: note: %s\n", msg)
 	}
-	a := analyzer.Analyze(snaps, analyzer.Options{StuckAge: o.StuckAge, Recent: o.Recent, IsBroker: watch.IsBroker(brokers)})
+	a := analyzer.Analyze(snaps, analyzer.Options{StuckAge: o.StuckAge, Recent: o.Recent, IsBroker: netstat.IsBroker(brokers)})
 	in := report.Input{Origin: "recording " + filepath.Base(o.File), Analysis: a, Notes: ns}
 	var buf bytes.Buffer
 	if err := report.Formats[o.Output](&buf, in); err != nil {

@@ -1,7 +1,6 @@
 package repro
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -12,13 +11,11 @@ import (
 
 	"github.com/kdiag/kdiag/broker"
 	"github.com/kdiag/kdiag/internal/human"
+	"github.com/kdiag/kdiag/internal/table"
 	"github.com/kdiag/kdiag/producer"
 
 	"github.com/kdiag/kdiag/repro"
-	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // progress shows each scenario's socket counts as it runs: on a terminal one
@@ -141,9 +138,6 @@ func (p *progress) close() {
 // output is not a terminal or its width is unknown.
 const DefaultWidth = 80
 
-// cellPad is the space right of every table cell.
-const cellPad = "  "
-
 // configCell lists what the producer ran with, at the run's scale.
 func configCell(r *repro.Result) string {
 	keys := make([]string, 0, len(r.Config))
@@ -233,7 +227,7 @@ func writeTable(w io.Writer, results []*repro.Result, width int) error {
 		for _, row := range rows {
 			wc = max(wc, cellWidth(row[c]))
 		}
-		used += wc + len(cellPad)
+		used += wc + len(table.CellPad)
 	}
 	vw := max(width-used, minVerdict)
 	for i, r := range results {
@@ -243,7 +237,7 @@ func writeTable(w io.Writer, results []*repro.Result, width int) error {
 		}
 		rows[i][len(header)-1] = strings.Join(lines, "\n")
 	}
-	return renderTable(w, header, rows)
+	return table.Render(w, header, rows)
 }
 
 // writeWide prints every detail, one row per scenario, at whatever width
@@ -260,51 +254,7 @@ func writeWide(w io.Writer, results []*repro.Result) error {
 		rows = append(rows, []string{r.Name, configCell(r), r.Reader, closeWaitCell(r), oldestCell(r),
 			clientCell(r.Client), brokerCell(r.Broker), verdictText(r)})
 	}
-	return renderTable(w, header, rows)
-}
-
-// renderTable draws a borderless, left-aligned table, as kdiag scan's,
-// without the padding tablewriter leaves at the ends of lines.
-func renderTable(w io.Writer, header []string, rows [][]string) error {
-	var buf bytes.Buffer
-	t := tablewriter.NewTable(&buf,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-			},
-		})),
-		tablewriter.WithConfig(tablewriter.Config{
-			Header: tw.CellConfig{
-				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-				Formatting: tw.CellFormatting{AutoFormat: tw.Off},
-				Padding:    tw.CellPadding{Global: tw.Padding{Right: cellPad, Overwrite: true}},
-			},
-			Row: tw.CellConfig{
-				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-				Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone},
-				Padding:    tw.CellPadding{Global: tw.Padding{Right: cellPad, Overwrite: true}},
-			},
-		}),
-	)
-	t.Header(header)
-	if err := t.Bulk(rows); err != nil {
-		return err
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	for _, line := range strings.SplitAfter(buf.String(), "\n") {
-		if line == "" {
-			continue
-		}
-		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
-			return err
-		}
-	}
-	return nil
+	return table.Render(w, header, rows)
 }
 
 // cellWidth is the display width of a cell's widest line.

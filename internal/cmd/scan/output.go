@@ -2,7 +2,6 @@ package scan
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -15,11 +14,9 @@ import (
 	"time"
 
 	"github.com/kdiag/kdiag/internal/human"
+	"github.com/kdiag/kdiag/internal/table"
 	"github.com/kdiag/kdiag/netstat"
-	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // view is what the writers need beside the snapshot.
@@ -76,7 +73,7 @@ func writeTable(w io.Writer, snap *netstat.Snapshot, v view) error {
 		_, err := fmt.Fprintln(w, "no socket matched")
 		return err
 	}
-	return renderTable(w, header, rows)
+	return table.Render(w, header, rows)
 }
 
 // stateColumn is the table's column title for a state: CLOSE sockets are
@@ -202,7 +199,7 @@ func writeWide(w io.Writer, snap *netstat.Snapshot, v view) error {
 	// 20,000 sockets takes 1.18 s instead of 1.33 s, 23.9 MB instead of
 	// 26.6. It is the library's global switch; scan exits after its output.
 	twwidth.SetCacheCapacity(0)
-	return streamTable(w, header, len(snap.Sockets), func(i int, r []string) {
+	return table.Stream(w, header, len(snap.Sockets), func(i int, r []string) {
 		s := &snap.Sockets[i]
 		pid, fd, name := "-", "-", ""
 		if s.PID > 0 {
@@ -216,111 +213,6 @@ func writeWide(w io.Writer, snap *netstat.Snapshot, v view) error {
 		r[3], r[4] = strconv.FormatUint(uint64(s.RecvQ), 10), strconv.FormatUint(uint64(s.SendQ), 10)
 		r[5], r[6], r[7], r[8], r[9] = age, pid, fd, name, namespace(containers[s.PID], s.NetNS, v.hostNS)
 	})
-}
-
-// renderTable draws a borderless, left-aligned table (as ps and ss do) and
-// strips the padding tablewriter leaves at the end of lines.
-func renderTable(w io.Writer, header []string, rows [][]string) error {
-	bw := bufio.NewWriter(w)
-	t := tablewriter.NewTable(&lineTrimmer{w: bw}, tableOptions()...)
-	t.Header(header)
-	if err := t.Bulk(rows); err != nil {
-		return err
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	return bw.Flush()
-}
-
-// streamTable draws the table renderTable draws for n rows, which fill
-// writes into row one at a time, in column widths measured in a first pass
-// over them: a listing of 20,000 sockets would otherwise hold every row's
-// cells, and tablewriter its own copy of them, at once (37 MB peak RSS,
-// 1.2 s).
-func streamTable(w io.Writer, header []string, n int, fill func(i int, row []string)) error {
-	widths := tw.NewMapper[int, int]()
-	row := make([]string, len(header))
-	measure := func(cells []string) {
-		for i, c := range cells {
-			widths.Set(i, max(widths.Get(i), twwidth.Width(c)+len(cellPad)))
-		}
-	}
-	measure(header)
-	for i := range n {
-		fill(i, row)
-		measure(row)
-	}
-	bw := bufio.NewWriter(w)
-	t := tablewriter.NewTable(&lineTrimmer{w: bw}, append(tableOptions(),
-		tablewriter.WithStreaming(tw.StreamConfig{Enable: true, StrictColumns: true}),
-		tablewriter.WithColumnWidths(widths))...)
-	if err := t.Start(); err != nil {
-		return err
-	}
-	t.Header(header)
-	for i := range n {
-		fill(i, row)
-		if err := t.Append(row); err != nil {
-			return err
-		}
-	}
-	if err := t.Close(); err != nil {
-		return err
-	}
-	return bw.Flush()
-}
-
-// cellPad is the space right of every cell.
-const cellPad = "  "
-
-func tableOptions() []tablewriter.Option {
-	return []tablewriter.Option{
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-			},
-		})),
-		tablewriter.WithConfig(tablewriter.Config{
-			Header: tw.CellConfig{
-				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-				Formatting: tw.CellFormatting{AutoFormat: tw.Off},
-				Padding:    tw.CellPadding{Global: tw.Padding{Right: cellPad, Overwrite: true}},
-			},
-			Row: tw.CellConfig{
-				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-				Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone},
-				Padding:    tw.CellPadding{Global: tw.Padding{Right: cellPad, Overwrite: true}},
-			},
-		}),
-	}
-}
-
-// lineTrimmer writes lines to w without the padding tablewriter leaves at
-// their ends; it holds a partial line until its newline arrives.
-type lineTrimmer struct {
-	w    *bufio.Writer
-	line []byte
-}
-
-func (l *lineTrimmer) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			l.line = append(l.line, p...)
-			break
-		}
-		l.line = append(l.line, p[:i]...)
-		l.w.Write(bytes.TrimRight(l.line, " "))
-		l.w.WriteByte('\n')
-		l.line = l.line[:0]
-		p = p[i+1:]
-	}
-	return n, nil
 }
 
 // presentStates returns the states of the sockets, in kernel order.

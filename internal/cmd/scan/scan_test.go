@@ -548,27 +548,3 @@ func TestTopRemotes(t *testing.T) {
 		t.Errorf("no sockets: top remotes %q", got)
 	}
 }
-
-// TestStreamTableMatchesRender checks that the streamed listing is drawn
-// exactly as the whole-table renderer draws the same rows, wide characters
-// and empty cells included.
-func TestStreamTableMatchesRender(t *testing.T) {
-	header := []string{"STATE", "LOCAL", "PROCESS", "NAMESPACE"}
-	rows := [][]string{
-		{"CLOSE_WAIT", "10.0.0.5:40001", "java", "host"},
-		{"ESTABLISHED", "[2001:db8::1]:9092", "生产者", ""},
-		{"TIME_WAIT", "10.0.0.5:1", "", "netns:4026532201"},
-		{"LISTEN", "0.0.0.0:8080", "naïve-prödücer", "3f4e5a6b7c8d"},
-	}
-	var want, got bytes.Buffer
-	if err := renderTable(&want, header, rows); err != nil {
-		t.Fatal(err)
-	}
-	err := streamTable(&got, header, len(rows), func(i int, r []string) { copy(r, rows[i]) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want.String(), got.String()); diff != "" {
-		t.Errorf("streamed table differs from the rendered one (-render +stream):\n%s", diff)
-	}
-}

@@ -12,11 +12,9 @@ import (
 	"github.com/kdiag/kdiag/internal/atomicfile"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -246,23 +244,7 @@ func openEvents(mode, procRoot string, q netstat.Query) (*events.Counter, error)
 // analyzerOptions are the analyzer's options for q: the brokers are
 // --brokers, or without it the default Kafka ports, as scan marks them.
 func analyzerOptions(q netstat.Query, window, stuck time.Duration) analyzer.Options {
-	return analyzer.Options{Window: window, StuckAge: stuck, IsBroker: IsBroker(q.Brokers)}
-}
-
-// IsBroker returns the predicate the analyzer marks brokers with: one of
-// brokers, or without a list a remote port in netstat.DefaultKafkaPorts.
-func IsBroker(brokers []netstat.Endpoint) func(netip.AddrPort) bool {
-	return func(ap netip.AddrPort) bool {
-		if len(brokers) == 0 {
-			return slices.Contains(netstat.DefaultKafkaPorts, ap.Port())
-		}
-		for _, b := range brokers {
-			if b.Match(ap) {
-				return true
-			}
-		}
-		return false
-	}
+	return analyzer.Options{Window: window, StuckAge: stuck, IsBroker: netstat.IsBroker(q.Brokers)}
 }
 
 func runWatch(o *WatchOptions) error {

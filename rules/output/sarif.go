@@ -31,6 +31,10 @@ const (
 	fingerprintKey = "kdiagFinding/v1"
 )
 
+// The log (sarifLog §3.13) and its run (run §3.14) are written field by
+// field by StreamSARIF, so that results stream: tool, results, then
+// invocations, columnKind and originalUriBaseIds.
+
 // sarifInvocation (§3.20) says whether the run covered every input; an input
 // kdiag could not read is a toolExecutionNotification (§3.58), which GitHub
 // shows on the tool's status page.

@@ -130,3 +130,17 @@ func TestStderrEscapesControlCharacters(t *testing.T) {
 		t.Errorf("stderr %q: want the control characters escaped", errOut)
 	}
 }
+
+// TestNoConfigurationFound: a file named on the command line in which
+// nothing is a producer's configuration (a log without a ProducerConfig
+// block) is linted and passes, with a note saying nothing was found.
+func TestNoConfigurationFound(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "app.log")
+	if err := os.WriteFile(log, []byte("INFO started\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "", nil, log)
+	if code != 0 || out != "no findings in 1 file\n" || !strings.Contains(errOut, log+": no producer configuration found in it") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

@@ -213,6 +213,9 @@ func runLint(opts *LintOptions) error {
 	var (
 		problems []output.Problem
 		inputs   []input
+		// walked are the files a directory walk found (not named by
+		// the user).
+		walked = map[string]bool{}
 	)
 	report := func(path string, err error) {
 		problems = append(problems, output.Problem{Path: path, Message: cause(err).Error()})
@@ -236,6 +239,9 @@ func runLint(opts *LintOptions) error {
 			continue
 		}
 		found := walk(arg, report, note)
+		for _, p := range found {
+			walked[p] = true
+		}
 		if len(found) == 0 {
 			note(arg, fmt.Sprintf("no configuration files (%s) found", "*"+strings.Join(configExts, ", *")))
 		}
@@ -295,6 +301,11 @@ func runLint(opts *LintOptions) error {
 				continue
 			}
 			linted++
+			if len(fs) == 0 && !in.stdin && !walked[in.name] {
+				// Named on the command line, yet nothing in it is a
+				// producer's configuration: say so rather than pass it.
+				note(in.name, "no producer configuration found in it (no ProducerConfig values: block, Connect producer variables or embedded configuration file)")
+			}
 			for fd := range rules.LintAll(fs, ropts) {
 				if ignore[fd.RuleID] {
 					continue

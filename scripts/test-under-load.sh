@@ -14,9 +14,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 LOGDIR=${LOGDIR:-$(mktemp -d)}
+mkdir -p "$LOGDIR"
 echo "logs in $LOGDIR"
 
-( while :; do go test -race -count=1 ./... >"$LOGDIR/load.log" 2>&1 || echo "load run failed: $LOGDIR/load.log" >&2; done ) &
+# The load: a race run, over and over (a failed one is said, and waited
+# out a little, so a broken tree does not spin).
+( while :; do go test -race -count=1 ./... >"$LOGDIR/load.log" 2>&1 || { echo "load run failed: $LOGDIR/load.log" >&2; sleep 5; }; done ) &
 loader=$!
 trap 'kill $loader 2>/dev/null; pkill -P $loader 2>/dev/null || true' EXIT
 sleep 20 # let the load start

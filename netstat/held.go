@@ -1,10 +1,13 @@
 package netstat
 
 import (
+	"cmp"
 	"context"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -204,7 +207,7 @@ func (s *Scanner) heldClosed(ctx context.Context, snap *Snapshot, sel selection,
 		}
 	}
 	seen := map[uint64]bool{}
-	for _, h := range s.attr.heldTCP(ctx, pids, t.inodes) {
+	for _, h := range s.heldFDs(ctx, snap, pids, t) {
 		if seen[h.ino] {
 			continue // shared across fork: one holder, as attribution gives
 		}
@@ -224,4 +227,72 @@ func (s *Scanner) heldClosed(ctx context.Context, snap *Snapshot, sel selection,
 			delete(s.endpoints, ino) // closed, or reset and closed
 		}
 	}
+}
+
+// heldCache is what a repeated scan keeps of the held CLOSE sockets between
+// full fd walks.
+type heldCache struct {
+	fds []heldFD
+	at  time.Time
+	// cw are the last scan's CLOSE_WAIT sockets and their holders: one
+	// that leaves every table while its fd still names it was reset, and
+	// is held CLOSE now.
+	cw map[uint64]heldFD
+}
+
+// heldFDs returns the held TCP sockets of pids. A one-shot scan, and a
+// repeated one every InfoEvery, walks every fd (heldTCP). In between, a
+// repeated scan keeps the last walk's sockets whose fd still names them,
+// and adds the CLOSE_WAIT sockets of the last scan that no dump lists now
+// and whose fd still names them: each costs one readlink, not a walk of
+// every fd of every process each second.
+func (s *Scanner) heldFDs(ctx context.Context, snap *Snapshot, pids []int, t *tableIndex) []heldFD {
+	if s.NoCache {
+		return s.attr.heldTCP(ctx, pids, t.inodes)
+	}
+	c := &s.held
+	var out []heldFD
+	if c.at.IsZero() || snap.Time.Sub(c.at) >= cmp.Or(s.InfoEvery, DefaultInfoEvery) || snap.Time.Before(c.at) {
+		out = s.attr.heldTCP(ctx, pids, t.inodes)
+		c.at = snap.Time
+	} else {
+		alive := make(map[int]bool, len(pids))
+		for _, p := range pids {
+			alive[p] = true
+		}
+		keep := func(h heldFD) bool {
+			_, listed := slices.BinarySearch(t.inodes, h.ino)
+			return alive[h.pid] && !listed && s.fdNames(h)
+		}
+		inOut := map[uint64]bool{}
+		for _, h := range c.fds {
+			if keep(h) {
+				out = append(out, h)
+				inOut[h.ino] = true
+			}
+		}
+		for _, h := range c.cw {
+			if !inOut[h.ino] && keep(h) {
+				out = append(out, h)
+			}
+		}
+	}
+	c.fds = out
+	// The CLOSE_WAIT sockets the next scan may find reset.
+	clear(c.cw)
+	if c.cw == nil {
+		c.cw = map[uint64]heldFD{}
+	}
+	for i := range snap.Sockets {
+		if x := &snap.Sockets[i]; x.State == CloseWait && x.PID > 0 && x.Inode != 0 {
+			c.cw[x.Inode] = heldFD{pid: x.PID, fd: x.FD, ino: x.Inode, family: x.Family}
+		}
+	}
+	return out
+}
+
+// fdNames reports whether h's fd still names its socket.
+func (s *Scanner) fdNames(h heldFD) bool {
+	target, err := os.Readlink(s.ProcRoot + "/" + strconv.Itoa(h.pid) + "/fd/" + strconv.Itoa(h.fd))
+	return err == nil && parseSocketLink([]byte(target)) == h.ino
 }

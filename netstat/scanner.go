@@ -98,6 +98,8 @@ type Scanner struct {
 	// kernel later resets keeps its inode, so the held CLOSE fd it becomes
 	// is still known to point at its broker.
 	endpoints map[uint64]endpoint
+	// held carries the held CLOSE sockets between full fd walks.
+	held heldCache
 
 	attr *Attributor
 	// lastStats sums the attribution stats of the last Scan.

@@ -101,38 +101,64 @@ func Value(s string) string {
 }
 
 // maskPairs masks the value of every name=value inside s whose name says it
-// is a secret, the value being a quoted string ("…" or '…', with
-// backslash escapes) or running to the next space, comma or semicolon.
-func maskPairs(s string) string {
+// is a secret (a JAAS config's password="p").
+func maskPairs(s string) string { return Assignments(s, Assign{Secret: IsSecretName}) }
+
+// Assign says which assignments Assignments masks.
+type Assign struct {
+	// Secret reports whether a name names a secret.
+	Secret func(name string) bool
+	// Colon takes name: value as an assignment too (YAML-like text).
+	Colon bool
+	// KeepRefs keeps a value that is a reference to the secret, ${...}
+	// (a Kafka config provider's or Spring's placeholder): how a secret
+	// should be written, and no secret itself.
+	KeepRefs bool
+}
+
+// Assignments masks, by position and in one pass, the value of every
+// assignment in s whose name o.Secret accepts: a name ([A-Za-z0-9_.-] and
+// []), optional blanks, "=" (or ":" with o.Colon), optional blanks, then a
+// quoted string ("…" or '…', backslash escapes skipped; to the end of s when
+// unclosed) or a run of bytes up to a blank, ';', ',' or quote. A quoted
+// value keeps its quotes around the mask.
+func Assignments(s string, o Assign) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(s); i++ {
-		if s[i] != '=' {
+		if s[i] != '=' && (!o.Colon || s[i] != ':') {
 			continue
 		}
-		// The name ends at i (spaces before = allowed) and starts after the
-		// last separator.
 		end := i
-		for end > 0 && s[end-1] == ' ' {
+		for end > 0 && (s[end-1] == ' ' || s[end-1] == '\t') {
 			end--
 		}
 		start := end
 		for start > 0 && isNameByte(s[start-1]) {
 			start--
 		}
-		if start == end || !IsSecretName(s[start:end]) {
+		if start == end || !o.Secret(s[start:end]) {
 			continue
 		}
 		v := i + 1
-		for v < len(s) && s[v] == ' ' {
+		for v < len(s) && (s[v] == ' ' || s[v] == '\t') {
 			v++
 		}
 		vend := valueEnd(s, v)
 		if vend <= v {
 			continue
 		}
+		q := s[v]
+		quoted := q == '"' || q == '\''
+		inner := s[v:vend]
+		if quoted {
+			inner = strings.TrimSuffix(inner[1:], string(q))
+		}
+		if inner == "" || inner == Mask || o.KeepRefs && strings.HasPrefix(inner, "${") && strings.HasSuffix(inner, "}") {
+			continue
+		}
 		b.WriteString(s[last:v])
-		if q := s[v]; q == '"' || q == '\'' {
+		if quoted {
 			b.WriteByte(q)
 			b.WriteString(Mask)
 			if vend-1 > v && s[vend-1] == q {
@@ -152,12 +178,12 @@ func maskPairs(s string) string {
 }
 
 func isNameByte(c byte) bool {
-	return c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	return c == '.' || c == '-' || c == '_' || c == '[' || c == ']' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // valueEnd returns the index just past the value that starts at v: a quoted
 // string through its closing quote (backslash escapes skipped; the end of s
-// when unclosed), or the run of bytes up to a space, comma or semicolon.
+// when unclosed), or the run of bytes up to a blank, ';', ',' or quote.
 func valueEnd(s string, v int) int {
 	if v >= len(s) {
 		return v
@@ -174,7 +200,7 @@ func valueEnd(s string, v int) int {
 		return len(s)
 	}
 	j := v
-	for j < len(s) && s[j] != ' ' && s[j] != ',' && s[j] != ';' {
+	for j < len(s) && !strings.ContainsRune(" \t\n\r\f\v;\"',", rune(s[j])) {
 		j++
 	}
 	return j

@@ -3,6 +3,7 @@ package output
 import (
 	"strings"
 
+	"github.com/kdiag/kdiag/internal/redact"
 	"github.com/kdiag/kdiag/rules"
 )
 
@@ -15,10 +16,6 @@ const mask = rules.Redacted
 var secretNameWords = []string{"password", "passwd", "secret", "passphrase", "token", "credential",
 	"credentials", "private.key.pem", "keystore.key", "certificate.chain", "truststore.certificates"}
 
-func isNameChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '_' || c == '.' || c == '-' || c == '[' || c == ']'
-}
 
 // secretKey reports whether a config key holds a secret. The engine's
 // rules.IsSecretKey is the authority; this is the writers' own net, wide on
@@ -88,80 +85,18 @@ func isJAAS(key string) bool {
 	return strings.HasSuffix(k, "jaas.config") || strings.HasSuffix(k, "jaas-config") || strings.HasSuffix(k, "oauthbearer.config")
 }
 
-// maskAssignments masks, in place, the value of every assignment in s whose
-// name ends in a secret word: name, optional blanks, "=" (or ":" when colon
-// is set, as in YAML evidence), optional blanks, then a value that is a
-// quoted string or runs to a blank, ';', ',' or quote. It scans s once
-// (a regular expression with a leading name class backtracked over every
-// fix text: 5 s for 100,000 findings). A reference (${env:NAME},
+// maskAssignments masks the value of every assignment in s whose name ends
+// in a secret word (redact.Assignments: name, optional blanks, "=" or, with
+// colon, ":" as in YAML evidence, then the value), in one pass over s (a
+// regular expression with a leading name class backtracked over every fix
+// text: 5 s for 100,000 findings). A reference (${env:NAME},
 // ${file:path:key}, a Spring placeholder) is how a secret should be
 // written, and is kept.
 func maskAssignments(s string, colon bool) string {
 	if strings.IndexByte(s, '=') < 0 && (!colon || strings.IndexByte(s, ':') < 0) {
 		return s
 	}
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] != '=' && (!colon || s[i] != ':') {
-			continue
-		}
-		// The name before the separator (blanks allowed in between).
-		e := i
-		for e > 0 && (s[e-1] == ' ' || s[e-1] == '\t') {
-			e--
-		}
-		st := e
-		for st > 0 && isNameChar(s[st-1]) {
-			st--
-		}
-		if st == e || !endsWithSecretWord(s[st:e]) {
-			continue
-		}
-		// The value after it.
-		v := i + 1
-		for v < len(s) && (s[v] == ' ' || s[v] == '\t') {
-			v++
-		}
-		if v >= len(s) {
-			continue
-		}
-		end, q := v, byte(0)
-		if s[v] == '"' || s[v] == '\'' {
-			q = s[v]
-			j := strings.IndexByte(s[v+1:], q)
-			if j < 0 {
-				continue // an unterminated quote: not an assignment this can read
-			}
-			end = v + 1 + j + 1
-		} else {
-			for end < len(s) && !strings.ContainsRune(" \t\n\r\f\v;\"',", rune(s[end])) {
-				end++
-			}
-		}
-		inner := s[v:end]
-		if q != 0 {
-			inner = s[v+1 : end-1]
-		}
-		if end == v || inner == "" || inner == mask || (strings.HasPrefix(inner, "${") && strings.HasSuffix(inner, "}")) {
-			continue
-		}
-		b.WriteString(s[last:v])
-		if q != 0 {
-			b.WriteByte(q)
-			b.WriteString(mask)
-			b.WriteByte(q)
-		} else {
-			b.WriteString(mask)
-		}
-		last = end
-		i = end - 1
-	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return redact.Assignments(s, redact.Assign{Secret: endsWithSecretWord, Colon: colon, KeepRefs: true})
 }
 
 func endsWithSecretWord(name string) bool {

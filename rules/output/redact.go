@@ -16,7 +16,6 @@ const mask = rules.Redacted
 var secretNameWords = []string{"password", "passwd", "secret", "passphrase", "token", "credential",
 	"credentials", "private.key.pem", "keystore.key", "certificate.chain", "truststore.certificates"}
 
-
 // secretKey reports whether a config key holds a secret. The engine's
 // rules.IsSecretKey is the authority; this is the writers' own net, wide on
 // purpose.

@@ -200,12 +200,14 @@ func TestCloseWaitAgeWithKeepalive(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		snap, err := s.Scan(context.Background(), q)
+		scanned := time.Now()
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := snap.Time
-		minAge, maxAge := at.Sub(after), at.Sub(before) // the true age lies between
-		const tick = 20 * time.Millisecond              // tcp_info's ms and jiffies rounding
+		// tcp_info's ages are as of the dump, which came after snap.Time
+		// and before Scan returned: the true age then lies between.
+		minAge, maxAge := snap.Time.Sub(after), scanned.Sub(before)
+		const tick = 20 * time.Millisecond // tcp_info's ms and jiffies rounding
 		bounded := 0
 		for _, x := range snap.Sockets {
 			if !x.HasAge {

@@ -22,7 +22,12 @@ echo "logs in $LOGDIR"
 ( while :; do go test -race -count=1 ./... >"$LOGDIR/load.log" 2>&1 || { echo "load run failed: $LOGDIR/load.log" >&2; sleep 5; }; done ) &
 loader=$!
 trap 'kill $loader 2>/dev/null; pkill -P $loader 2>/dev/null || true' EXIT
-sleep 20 # let the load start
+# Let the load get going (its build first): until the 1-minute load
+# average passes 1.5, for at most two minutes.
+for _ in $(seq 1 24); do
+  awk '{exit !($1 > 1.5)}' /proc/loadavg && break
+  sleep 5
+done
 
 fail=0
 for i in $(seq 1 "$RUNS"); do

@@ -19,7 +19,7 @@ echo "logs in $LOGDIR"
 
 # The load: a race run, over and over (a failed one is said, and waited
 # out a little, so a broken tree does not spin).
-( while :; do go test -race -count=1 ./... >"$LOGDIR/load.log" 2>&1 || { echo "load run failed: $LOGDIR/load.log" >&2; sleep 5; }; done ) &
+( n=0; while :; do n=$((n+1)); go test -race -count=1 ./... >"$LOGDIR/load$n.log" 2>&1 || { echo "load run $n failed: $LOGDIR/load$n.log" >&2; sleep 5; }; done ) &
 loader=$!
 trap 'kill $loader 2>/dev/null; pkill -P $loader 2>/dev/null || true' EXIT
 # Let the load get going (its build first): until the 1-minute load

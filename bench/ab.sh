@@ -10,7 +10,8 @@
 #   OLD=abc123 NEW=def456 bench/ab.sh 'scan -o json'
 #
 # Each argument before "--" is a kdiag command line, run with both
-# binaries; each after it is run as given. QUIET=1.0 waits (up to
+# binaries; each after it is run as given, with kdiag@old and kdiag@new
+# standing for the two binaries (e.g. 'kdiag@new scan --fds proc'). QUIET=1.0 waits (up to
 # QUIET_WAIT, default 5m) for the 1-minute load to fall below 1.0 first;
 # the load is printed with every row anyway.
 #
@@ -70,7 +71,8 @@ for a in "$@"; do
     continue
   fi
   if [ "$peer" = 1 ]; then
-    cmds+=("$a")
+    a=${a//kdiag@old/$BIN/kdiag-old}
+    cmds+=("${a//kdiag@new/$BIN/kdiag-new}")
   else
     cmds+=("$BIN/kdiag-old $a" "$BIN/kdiag-new $a")
   fi

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kdiag/kdiag/netstat/sockfd"
 )
 
 // Sources a Scanner can read sockets from.
@@ -69,6 +71,9 @@ type Scanner struct {
 	// RefreshEvery is how long a scan gated by Changes may serve the last
 	// dump; 0 means DefaultRefreshEvery.
 	RefreshEvery time.Duration
+	// FDs is where attribution reads which process holds which socket:
+	// FDsAuto (the default when ""), FDsIterator or FDsProc.
+	FDs string
 	// Transitions, when set, drains the kernel's records of sockets
 	// entering CLOSE_WAIT and being reset out of it (kdiag watch --events):
 	// a CLOSE_WAIT that began during the watch then has its exact age, and
@@ -100,6 +105,12 @@ type Scanner struct {
 	endpoints map[uint64]endpoint
 
 	attr *Attributor
+	// iter is the socket fd iterator (FDs), opened on first use, with
+	// iterProto when it reads each socket's protocol; iterErr is why auto
+	// found none.
+	iter      *sockfd.Iterator
+	iterProto bool
+	iterErr   error
 	// lastStats sums the attribution stats of the last Scan.
 	lastStats AttributeStats
 	// euid decides whether other namespaces are dumped through netlink
@@ -173,6 +184,10 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if wantClose {
 		dumpStates |= tableStates
 	}
+	pre, err := s.fdSource(ctx, sel, wantClose)
+	if err != nil {
+		return nil, err
+	}
 	dumps := s.dumpAll(ctx, sel.groups, source, dumpStates, info)
 	defer func() {
 		for _, d := range dumps {
@@ -191,6 +206,20 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	// attribution mostly verifies its cache and walks little.)
 	s.attr.CollectOthers = wantClose && s.NoCache
 	s.attr.ResetOthers()
+	if pre != nil {
+		table, err := pre.wait()
+		s.Close() // a one-shot scan's: nothing passes again
+		if err != nil && s.FDs == FDsIterator {
+			return nil, fmt.Errorf("socket fd iterator: %w", err)
+		}
+		if err == nil {
+			s.attr.table = table
+			defer func() {
+				s.attr.table = nil
+				table.release()
+			}()
+		}
+	}
 	stats, err := s.collect(ctx, snap, dumps, q, infoScan, tables, &n)
 	if err != nil {
 		return nil, err
@@ -204,6 +233,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.restrict(snap, sel)
 	slices.SortFunc(snap.Sockets, compareSockets)
 	s.sumStats(stats)
+	s.lastStats.Passes += s.attr.heldPasses
 	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, &n)
 	snap.Notes = n.list
 	s.dumps++
@@ -212,6 +242,24 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		s.gate = scanGate{last: snap, dumped: snap.Time, q: q, changes: changes}
 	}
 	return snap, nil
+}
+
+// fdSource readies attribution's source of socket fds: for a one-shot scan
+// with the iterator, a pass started now, while the kernel dumps (its
+// result is then the Attributor's table); for a repeated scan, the
+// iterator itself, for the passes the Attributor makes when it must walk.
+// nil and no error: /proc/<pid>/fd, as before the iterator.
+func (s *Scanner) fdSource(ctx context.Context, sel selection, wantClose bool) (*prefetch, error) {
+	s.attr.fds = nil
+	if s.NoCache {
+		return s.startPrefetch(ctx, sel.groups, sel.cand, !sel.restricted, wantClose)
+	}
+	it, err := s.openIterator(wantClose)
+	if err != nil {
+		return nil, err
+	}
+	s.attr.fds = it
+	return nil, nil
 }
 
 // prepare checks the platform and the source, and readies the Attributor
@@ -399,6 +447,7 @@ func (s *Scanner) sumStats(stats []AttributeStats) {
 		s.lastStats.Cached += st.Cached
 		s.lastStats.Walked += st.Walked
 		s.lastStats.Links += st.Links
+		s.lastStats.Passes += st.Passes
 		s.lastStats.Exited = append(s.lastStats.Exited, st.Exited...)
 		s.lastStats.Denied = append(s.lastStats.Denied, st.Denied...)
 		s.lastStats.Failed = append(s.lastStats.Failed, st.Failed...)

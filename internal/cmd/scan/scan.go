@@ -170,6 +170,7 @@ func runScan(opts *ScanOptions) error {
 	if opts.Scan == nil {
 		s := netstat.NewScanner(opts.ProcRoot)
 		s.Source = opts.Source
+		s.FDs = opts.FDs
 		s.Now = opts.Now
 		s.NoCache = true // one scan: nothing to reuse
 		opts.Scan = s.Scan

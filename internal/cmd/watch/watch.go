@@ -209,6 +209,7 @@ func (o *WatchOptions) complete() error {
 func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error) {
 	sc := netstat.NewScanner(procRoot)
 	sc.Source = o.Filters.Source
+	sc.FDs = o.Filters.FDs
 	sc.RefreshEvery = o.Refresh
 	c, err := openEvents(o.Events, procRoot, o.Query)
 	if err != nil || c == nil {

@@ -231,7 +231,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.applyTransitions(snap, &n)
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
 	s.restrict(snap, sel)
-	slices.SortFunc(snap.Sockets, compareSockets)
+	sortSockets(snap.Sockets)
 	s.sumStats(stats)
 	s.lastStats.Passes += s.attr.heldPasses
 	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, &n)

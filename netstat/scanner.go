@@ -80,6 +80,11 @@ type Scanner struct {
 	// a held CLOSE socket the time since its reset (see applyTransitions).
 	Transitions TransitionSource
 
+	// Phase, when set, is called as each stage of a full scan ends, with
+	// its name (kdiag scan's hidden --phases prints them with the time:
+	// where BENCHMARKS.md's breakdowns of a scan come from).
+	Phase func(name string)
+
 	// trans is what Transitions told, for the scans to come.
 	trans transitionLog
 
@@ -175,6 +180,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.phase("processes listed")
 	states := q.states()
 	info, infoScan := s.ageRequest(states, snap.Time)
 	// Held CLOSE sockets are the TCP fds no dump lists: telling them needs
@@ -189,6 +195,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		return nil, err
 	}
 	dumps := s.dumpAll(ctx, sel.groups, source, dumpStates, info)
+	s.phase("dumped")
 	defer func() {
 		for _, d := range dumps {
 			if d.spill != nil {
@@ -208,9 +215,10 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.attr.ResetOthers()
 	if pre != nil {
 		table, err := pre.wait()
+		s.phase("fds passed")
 		s.Close() // a one-shot scan's: nothing passes again
 		if err != nil && s.FDs == FDsIterator {
-			return nil, fmt.Errorf("socket fd iterator: %w", err)
+			return nil, err
 		}
 		if err == nil {
 			s.attr.table = table
@@ -224,6 +232,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.phase("joined and attributed")
 	if wantClose {
 		s.heldClosed(ctx, snap, sel, q, tables)
 	}
@@ -231,10 +240,13 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.applyTransitions(snap, &n)
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
 	s.restrict(snap, sel)
+	s.phase("held, ages, unseen")
 	sortSockets(snap.Sockets)
+	s.phase("sorted")
 	s.sumStats(stats)
 	s.lastStats.Passes += s.attr.heldPasses
 	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, &n)
+	s.phase("processes read")
 	snap.Notes = n.list
 	s.dumps++
 	snap.Dump = s.dumps
@@ -277,6 +289,13 @@ func (s *Scanner) prepare() (string, error) {
 		return "", fmt.Errorf("unknown socket source %q (want one of %s)", source, strings.Join(SourceNames, ", "))
 	}
 	return source, nil
+}
+
+// phase reports the end of a stage to Phase.
+func (s *Scanner) phase(name string) {
+	if s.Phase != nil {
+		s.Phase(name)
+	}
 }
 
 // now is the Scanner's clock.

@@ -27,3 +27,11 @@ stop_holder() {
     wait "$holder" 2>/dev/null || true
   fi
 }
+
+# raise_nofile sets the shell's soft open-file limit to its hard limit, so
+# that the tools it starts may hold as many descriptors as the machine
+# allows (ss -p and kdiag open one per directory they read at a time; the
+# socket holders raise their own).
+raise_nofile() {
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+}

@@ -76,6 +76,15 @@ type Attributor struct {
 	// idleMu guards it, as a pool's goroutines return theirs as they end.
 	idleMu sync.Mutex
 	idle   []*attrWorker
+
+	// fds, when set (the Scanner's socket fd iterator), replaces the
+	// probe and the walks of /proc/<pid>/fd by one pass over every
+	// socket fd (see pass); table, when set, is such a pass made
+	// already, while a one-shot scan dumped (see prefetch).
+	fds   fdPass
+	table *fdTable
+	// heldPasses counts heldPass's passes since ResetOthers.
+	heldPasses int
 }
 
 // unownedTTL is how many calls a "not found" answer is trusted.
@@ -119,8 +128,12 @@ type AttributeStats struct {
 	// them were attributed, Cached how many of those were verified from the
 	// cache without a walk.
 	Wanted, Found, Cached int
-	// Walked counts the fd directories read, Links the readlinkat calls.
+	// Walked counts the fd directories read, Links the readlinkat calls
+	// (or, for a pass, the socket fds it listed).
 	Walked, Links int
+	// Passes counts the passes over every socket fd (the iterator's)
+	// that replaced walks.
+	Passes int
 	// Exited lists pids that were gone when their fds were read (a process
 	// that exits mid-scan is normal).
 	Exited []int
@@ -351,8 +364,19 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 	// before, then pids of the sockets' users, go first: they are the likely
 	// holders, and the walk stops when nothing is missing.
 	walked := false
+	passed := false
 	if (r.remaining.Load() > 0 && a.mustWalk(r)) || r.collect {
 		walked = true
+		if a.fds != nil || a.table != nil {
+			var res []attrResult
+			res, passed = a.pass(r, pids)
+			results = append(results, res...)
+			if passed {
+				st.Passes++
+			}
+		}
+	}
+	if walked && !passed {
 		// Probe: the first few fds of every pid say which processes hold
 		// the wanted sockets (a process holding CLOSE_WAIT sockets usually
 		// holds many), so they are walked first and the walk can stop
@@ -479,7 +503,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 		}
 		for _, res := range results {
 			for _, o := range res.others {
-				a.Others = append(a.Others, heldFD{pid: res.pid, fd: int(o.fd), ino: o.ino})
+				a.Others = append(a.Others, heldFD{pid: res.pid, fd: int(o.fd), ino: o.ino, family: Family(o.proto)})
 			}
 		}
 		for pid, ok := range complete {
@@ -500,6 +524,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 // ResetOthers forgets what earlier calls collected (CollectOthers).
 func (a *Attributor) ResetOthers() {
 	a.Others = a.Others[:0]
+	a.heldPasses = 0
 	clear(a.Complete)
 }
 

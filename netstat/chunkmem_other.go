@@ -10,3 +10,9 @@ type chunkMem struct {
 func newChunkMem(n int) chunkMem { return chunkMem{recs: make([]packedSocket, 0, n)} }
 
 func (c *chunkMem) release() { *c = chunkMem{} }
+
+// mapAnon has no mapping to give without mmap: the caller uses the heap.
+func mapAnon(size int) []byte { return nil }
+
+// unmapAnon does nothing.
+func unmapAnon(mem []byte) {}

@@ -33,3 +33,16 @@ func (c *chunkMem) release() {
 	}
 	*c = chunkMem{}
 }
+
+// mapAnon maps size bytes of anonymous memory outside the Go heap (pages
+// are given memory as they are written), nil when it cannot.
+func mapAnon(size int) []byte {
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil
+	}
+	return mem
+}
+
+// unmapAnon gives back a mapping of mapAnon.
+func unmapAnon(mem []byte) { _ = unix.Munmap(mem) }

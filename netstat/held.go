@@ -53,7 +53,11 @@ func (a *Attributor) heldTCP(ctx context.Context, pids []int, known []uint64) []
 	if len(a.Others) > 0 {
 		w := a.worker()
 		for _, o := range a.Others {
-			if _, found := slices.BinarySearch(known, o.ino); found || !a.Complete[o.pid] {
+			if inSorted(known, o.ino) || !a.Complete[o.pid] {
+				continue
+			}
+			if o.family != 0 {
+				out = append(out, o) // a pass said it is TCP
 				continue
 			}
 			if fam := w.tcpFamily(a.ProcRoot+"/"+strconv.Itoa(o.pid)+"/fd", o.fd); fam != 0 {
@@ -62,6 +66,9 @@ func (a *Attributor) heldTCP(ctx context.Context, pids []int, known []uint64) []
 			}
 		}
 		a.putWorker(w)
+	}
+	if more, ok := a.heldPass(rest, known); ok {
+		out, rest = append(out, more...), nil
 	}
 	for _, res := range a.pool(ctx, rest, func(w *attrWorker, pid int) attrResult {
 		return w.held(a, pid, known)
@@ -106,7 +113,7 @@ func (w *attrWorker) held(a *Attributor, pid int, known []uint64) attrResult {
 			if err != nil || ino == 0 {
 				continue
 			}
-			if _, found := slices.BinarySearch(known, ino); found {
+			if inSorted(known, ino) {
 				continue
 			}
 			if fam := w.tcpFamily(dir, fd); fam != 0 {
@@ -136,6 +143,12 @@ func (w *attrWorker) tcpFamily(dir string, fd int) Family {
 		return IPv6
 	}
 	return 0
+}
+
+// inSorted reports whether ino is in the sorted inodes.
+func inSorted(inodes []uint64, ino uint64) bool {
+	_, found := slices.BinarySearch(inodes, ino)
+	return found
 }
 
 // trimNUL drops the NUL the kernel writes after the name.

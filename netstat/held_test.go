@@ -4,6 +4,7 @@ package netstat
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -56,9 +57,17 @@ func waitStates(t *testing.T, s *Scanner, q Query, pid int, want map[string]int)
 // inode; a repeated scan keeps the addresses they had in CLOSE_WAIT; a scan
 // of CLOSE_WAIT alone does not report them.
 func TestScanHeldClosed(t *testing.T) {
+	for _, fds := range fdSources(t) {
+		t.Run(fds, func(t *testing.T) { testScanHeldClosed(t, fds) })
+	}
+}
+
+func testScanHeldClosed(t *testing.T, fds string) {
 	c := heldChild(t)
 	q := Query{States: States(CloseWait, Close, Listen), PIDs: []int{c.PID}}
 	watch := NewScanner("/proc")
+	watch.FDs = fds
+	defer watch.Close()
 	// Seen in CLOSE_WAIT first, so that the repeated scanner knows where
 	// they pointed.
 	first, err := watch.Scan(context.Background(), q)
@@ -115,6 +124,7 @@ func TestScanHeldClosed(t *testing.T) {
 	// A one-shot scan never saw them in CLOSE_WAIT: no addresses.
 	one := NewScanner("/proc")
 	one.NoCache = true
+	one.FDs = fds
 	snap, err = one.Scan(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
@@ -160,21 +170,30 @@ func TestHeldClosedOnlyTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Close(raw)
-	s := NewScanner("/proc")
-	s.NoCache = true
-	snap, err := s.Scan(context.Background(), Query{States: States(Close), PIDs: []int{os.Getpid()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fdsGot []int
-	for _, x := range snap.Sockets {
-		fdsGot = append(fdsGot, x.FD)
-		if x.State != Close || x.Family != IPv4 || x.PID != os.Getpid() {
-			t.Errorf("socket %+v, want a tcp4 CLOSE socket of this process", x)
+	for _, src := range fdSources(t) {
+		for _, once := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/one-shot=%v", src, once), func(t *testing.T) {
+				s := NewScanner("/proc")
+				defer s.Close()
+				s.NoCache = once
+				s.FDs = src
+				snap, err := s.Scan(context.Background(), Query{States: States(Close), PIDs: []int{os.Getpid()}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkPasses(t, s, src)
+				var fdsGot []int
+				for _, x := range snap.Sockets {
+					fdsGot = append(fdsGot, x.FD)
+					if x.State != Close || x.Family != IPv4 || x.PID != os.Getpid() {
+						t.Errorf("socket %+v, want a tcp4 CLOSE socket of this process", x)
+					}
+				}
+				if !slices.Equal(fdsGot, []int{raw}) {
+					t.Errorf("held CLOSE fds %v, want only the unconnected TCP socket's fd %d", fdsGot, raw)
+				}
+			})
 		}
-	}
-	if !slices.Equal(fdsGot, []int{raw}) {
-		t.Errorf("held CLOSE fds %v, want only the unconnected TCP socket's fd %d", fdsGot, raw)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kdiag/kdiag/netstat/sockfd"
 )
 
 // Sources a Scanner can read sockets from.
@@ -69,11 +71,19 @@ type Scanner struct {
 	// RefreshEvery is how long a scan gated by Changes may serve the last
 	// dump; 0 means DefaultRefreshEvery.
 	RefreshEvery time.Duration
+	// FDs is where attribution reads which process holds which socket:
+	// FDsAuto (the default when ""), FDsIterator or FDsProc.
+	FDs string
 	// Transitions, when set, drains the kernel's records of sockets
 	// entering CLOSE_WAIT and being reset out of it (kdiag watch --events):
 	// a CLOSE_WAIT that began during the watch then has its exact age, and
 	// a held CLOSE socket the time since its reset (see applyTransitions).
 	Transitions TransitionSource
+
+	// Phase, when set, is called as each stage of a full scan ends, with
+	// its name (kdiag scan's hidden --phases prints them with the time:
+	// where BENCHMARKS.md's breakdowns of a scan come from).
+	Phase func(name string)
 
 	// trans is what Transitions told, for the scans to come.
 	trans transitionLog
@@ -88,10 +98,6 @@ type Scanner struct {
 	// others counts the last scan's sockets of states outside ageStates,
 	// which decides how a tcp_info scan asks (see infoRequest).
 	others int
-	// scratch is the netlink decode buffer of a repeated scan.
-	scratch []Socket
-	// seen is the dedup buffer of the host's dump, kept with scratch.
-	seen []uint64
 
 	// endpoints remembers, in a repeated scan of a query with CLOSE, the
 	// addresses of the CLOSE_WAIT sockets it saw, by inode: a socket the
@@ -102,6 +108,12 @@ type Scanner struct {
 	held heldCache
 
 	attr *Attributor
+	// iter is the socket fd iterator (FDs), opened on first use, with
+	// iterProto when it reads each socket's protocol; iterErr is why auto
+	// found none.
+	iter      *sockfd.Iterator
+	iterProto bool
+	iterErr   error
 	// lastStats sums the attribution stats of the last Scan.
 	lastStats AttributeStats
 	// euid decides whether other namespaces are dumped through netlink
@@ -166,6 +178,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.phase("processes listed")
 	states := q.states()
 	info, infoScan := s.ageRequest(states, snap.Time)
 	// Held CLOSE sockets are the TCP fds no dump lists: telling them needs
@@ -175,7 +188,12 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if wantClose {
 		dumpStates |= tableStates
 	}
+	pre, err := s.fdSource(ctx, sel, wantClose)
+	if err != nil {
+		return nil, err
+	}
 	dumps := s.dumpAll(ctx, sel.groups, source, dumpStates, info)
+	s.phase("dumped")
 	defer func() {
 		for _, d := range dumps {
 			if d.spill != nil {
@@ -193,10 +211,26 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	// attribution mostly verifies its cache and walks little.)
 	s.attr.CollectOthers = wantClose && s.NoCache
 	s.attr.ResetOthers()
+	if pre != nil {
+		table, err := pre.wait()
+		s.phase("fds passed")
+		s.Close() // a one-shot scan's: nothing passes again
+		if err != nil && s.FDs == FDsIterator {
+			return nil, err
+		}
+		if err == nil {
+			s.attr.table = table
+			defer func() {
+				s.attr.table = nil
+				table.release()
+			}()
+		}
+	}
 	stats, err := s.collect(ctx, snap, dumps, q, infoScan, tables, &n)
 	if err != nil {
 		return nil, err
 	}
+	s.phase("joined and attributed")
 	if wantClose {
 		s.heldClosed(ctx, snap, sel, q, tables)
 	}
@@ -204,9 +238,13 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.applyTransitions(snap, &n)
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
 	s.restrict(snap, sel)
-	slices.SortFunc(snap.Sockets, compareSockets)
+	s.phase("held, ages, unseen")
+	sortSockets(snap.Sockets)
+	s.phase("sorted")
 	s.sumStats(stats)
+	s.lastStats.Passes += s.attr.heldPasses
 	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, &n)
+	s.phase("processes read")
 	snap.Notes = n.list
 	s.dumps++
 	snap.Dump = s.dumps
@@ -214,6 +252,24 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		s.gate = scanGate{last: snap, dumped: snap.Time, q: q, changes: changes}
 	}
 	return snap, nil
+}
+
+// fdSource readies attribution's source of socket fds: for a one-shot scan
+// with the iterator, a pass started now, while the kernel dumps (its
+// result is then the Attributor's table); for a repeated scan, the
+// iterator itself, for the passes the Attributor makes when it must walk.
+// nil and no error: /proc/<pid>/fd, as before the iterator.
+func (s *Scanner) fdSource(ctx context.Context, sel selection, wantClose bool) (*prefetch, error) {
+	s.attr.fds = nil
+	if s.NoCache {
+		return s.startPrefetch(ctx, sel.groups, sel.cand, !sel.restricted, wantClose)
+	}
+	it, err := s.openIterator(wantClose)
+	if err != nil {
+		return nil, err
+	}
+	s.attr.fds = it
+	return nil, nil
 }
 
 // prepare checks the platform and the source, and readies the Attributor
@@ -231,6 +287,13 @@ func (s *Scanner) prepare() (string, error) {
 		return "", fmt.Errorf("unknown socket source %q (want one of %s)", source, strings.Join(SourceNames, ", "))
 	}
 	return source, nil
+}
+
+// phase reports the end of a stage to Phase.
+func (s *Scanner) phase(name string) {
+	if s.Phase != nil {
+		s.Phase(name)
+	}
 }
 
 // now is the Scanner's clock.
@@ -281,12 +344,12 @@ func (s *Scanner) ageRequest(states StateSet, now time.Time) (info StateSet, inf
 
 // collect puts the namespaces' sockets into snap.Sockets, keeps those q
 // matches, carries ages forward between tcp_info scans and attributes each
-// namespace's sockets to its processes. A one-shot scan's dumps are still
-// in their spill chunks: each is joined into the slice, sized for all of
-// them, then deduplicated and filtered there, so no socket is held twice
-// (two namespaces of 10,000 CLOSE_WAIT each held every socket twice, in its
-// namespace's slice and in the joined one). Other dumps are copied in only
-// when there are several. It fails only when the host's dump failed.
+// namespace's sockets to its processes. Netlink dumps are still in their
+// spill chunks: each is joined into the slice, sized for all of them, then
+// deduplicated and filtered there, so no socket is held twice (two
+// namespaces of 10,000 CLOSE_WAIT each held every socket twice, in its
+// namespace's slice and in the joined one). /proc/net/tcp's are copied in
+// only when there are several. It fails only when the host's dump failed.
 //
 // With tables, it also notes every dumped socket there before the filter:
 // what heldClosed needs to know which fds are in a kernel table.
@@ -401,6 +464,7 @@ func (s *Scanner) sumStats(stats []AttributeStats) {
 		s.lastStats.Cached += st.Cached
 		s.lastStats.Walked += st.Walked
 		s.lastStats.Links += st.Links
+		s.lastStats.Passes += st.Passes
 		s.lastStats.Exited = append(s.lastStats.Exited, st.Exited...)
 		s.lastStats.Denied = append(s.lastStats.Denied, st.Denied...)
 		s.lastStats.Failed = append(s.lastStats.Failed, st.Failed...)
@@ -570,9 +634,8 @@ func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, 
 
 // dump reads the sockets of one namespace from the chosen source. It is
 // called for several namespaces at once (dumpAll): it reads the Scanner's
-// settings and writes only n and, for the host's namespace, the scratch
-// buffer. A one-shot scan's netlink dump returns its sockets unjoined, in
-// spill (joined in Scan); any other, in socks.
+// settings and writes only n. A netlink dump returns its sockets unjoined,
+// in spill (joined in collect); /proc/net/tcp's, in socks.
 func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes) (socks []Socket, spill *socketCollector, src string, err error) {
 	useNetlink := source == SourceNetlink || (source == SourceAuto && s.ProcRoot == "/proc")
 	if useNetlink {
@@ -581,9 +644,12 @@ func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes
 			pid = g.pids[0]
 		}
 		o := s.dumpOptions(pid, states, info)
-		if s.NoCache {
-			o.spill = &socketCollector{}
-		}
+		// Every dump spills into chunks outside the heap, joined into one
+		// slice of the exact size (collect). A repeated scan once kept a
+		// decode buffer of the last dump's size and copied the result out
+		// of it: at 60,000 sockets 7.7 MB held between scans, besides the
+		// snapshot.
+		o.spill = &socketCollector{}
 		switch {
 		case g.host:
 			socks, err = dumpNetlinkHost(states, o)
@@ -624,14 +690,7 @@ func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes
 // with IPv4 only it is as costly as the IPv4 dump without tcp_info, for
 // nothing.
 func (s *Scanner) dumpOptions(pid int, states, info StateSet) dumpOptions {
-	o := dumpOptions{info: info, noIPv6: !hasIPv6TCP(s.ProcRoot, pid, states)}
-	if !s.NoCache && pid == 0 {
-		// One buffer, the host's: the namespaces are dumped at once
-		// (dumpAll), and the others' dumps are usually small.
-		o.scratch = &s.scratch
-		o.seen = &s.seen
-	}
-	return o
+	return dumpOptions{info: info, noIPv6: !hasIPv6TCP(s.ProcRoot, pid, states)}
 }
 
 // errNotRoot: entering another namespace (setns) needs CAP_SYS_ADMIN, so a

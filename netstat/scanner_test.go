@@ -63,14 +63,43 @@ func sources(t *testing.T) []string {
 	return out
 }
 
-func scan(t *testing.T, source string, q Query) *Snapshot {
+// checkPasses fails when the last scan of s did not attribute as fds says:
+// with passes of the iterator, or with none.
+func checkPasses(t *testing.T, s *Scanner, fds string) {
+	t.Helper()
+	switch p := s.lastStats.Passes; {
+	case fds == FDsIterator && p == 0 && (s.lastStats.Wanted > s.lastStats.Cached || s.NoCache):
+		t.Errorf("fds %s: attributed %+v without a pass", fds, s.lastStats)
+	case fds == FDsProc && p != 0:
+		t.Errorf("fds %s: %d passes of the iterator", fds, p)
+	}
+}
+
+// fdSources returns the sources of socket fds to test attribution with:
+// /proc always, the kernel's iterator where it can be had (root, Linux 5.11
+// with BTF).
+func fdSources(t *testing.T) []string {
+	t.Helper()
+	s := NewScanner("/proc")
+	s.FDs = FDsIterator
+	if _, err := s.openIterator(true); err != nil {
+		t.Logf("socket fd iterator unavailable, testing /proc only: %v", err)
+		return []string{FDsProc}
+	}
+	s.Close()
+	return []string{FDsProc, FDsIterator}
+}
+
+func scan(t *testing.T, source, fds string, q Query) *Snapshot {
 	t.Helper()
 	s := NewScanner("/proc")
 	s.Source = source
+	s.FDs = fds
 	snap, err := s.Scan(context.Background(), q)
 	if err != nil {
 		t.Fatalf("Scan(%s): %v", source, err)
 	}
+	checkPasses(t, s, fds)
 	return snap
 }
 
@@ -108,8 +137,18 @@ func TestScanRealSockets(t *testing.T) {
 	f := newFixture(t)
 	want := append(slices.Clone(f.self), f.child.Sockets()...)
 	for _, src := range sources(t) {
-		t.Run(src, func(t *testing.T) {
-			snap := scan(t, src, Query{})
+		for _, fds := range fdSources(t) {
+			t.Run(src+"/"+fds, func(t *testing.T) {
+				testScanRealSockets(t, f, want, src, fds)
+			})
+		}
+	}
+}
+
+func testScanRealSockets(t *testing.T, f *fixture, want []*sockettest.Socket, src, fds string) {
+	{
+		{
+			snap := scan(t, src, fds, Query{})
 			if snap.Source != src {
 				t.Errorf("snapshot source %q, want %q", snap.Source, src)
 			}
@@ -164,7 +203,7 @@ func TestScanRealSockets(t *testing.T) {
 			if got := self.States["CLOSE_WAIT"]; got != 6 {
 				t.Errorf("own CLOSE_WAIT count %d, want 6", got)
 			}
-		})
+		}
 	}
 }
 
@@ -177,7 +216,7 @@ func TestRecvQCloseWait(t *testing.T) {
 	dataUnread := sockettest.CloseWait(t, "tcp6", 1, sockettest.PeerData(5))[0]
 	for _, src := range sources(t) {
 		t.Run(src, func(t *testing.T) {
-			snap := scan(t, src, Query{States: States(CloseWait), PIDs: []int{os.Getpid()}})
+			snap := scan(t, src, "", Query{States: States(CloseWait), PIDs: []int{os.Getpid()}})
 			byKey := map[string]Socket{}
 			for _, s := range snap.Sockets {
 				byKey[key(s.Local, s.Remote)] = s
@@ -218,7 +257,7 @@ func TestScanSourcesAgree(t *testing.T) {
 		}
 		return out
 	}
-	nl, pr := norm(scan(t, SourceNetlink, q)), norm(scan(t, SourceProc, q))
+	nl, pr := norm(scan(t, SourceNetlink, "", q)), norm(scan(t, SourceProc, "", q))
 	if d := cmp.Diff(pr, nl); d != "" {
 		t.Errorf("sockets (-proc +netlink):\n%s", d)
 	}
@@ -264,7 +303,7 @@ func TestScanFilters(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(src+"/"+tt.name, func(t *testing.T) {
-				snap := scan(t, src, tt.q)
+				snap := scan(t, src, "", tt.q)
 				got := map[string]bool{}
 				for _, s := range snap.Sockets {
 					if !tt.check(s) {
@@ -301,7 +340,7 @@ func TestScanChildInNetNS(t *testing.T) {
 	}
 	for _, src := range sources(t) {
 		t.Run(src, func(t *testing.T) {
-			snap := scan(t, src, Query{})
+			snap := scan(t, src, "", Query{})
 			got := map[string]seen{}
 			var ns uint64
 			for _, s := range snap.Sockets {
@@ -334,9 +373,16 @@ func TestScanChildInNetNS(t *testing.T) {
 // TestScanRepeatedUsesCache checks that a second scan verifies the sockets
 // found by the first instead of walking again.
 func TestScanRepeatedUsesCache(t *testing.T) {
-	f := newFixture(t)
+	for _, fds := range fdSources(t) {
+		t.Run(fds, func(t *testing.T) { testScanRepeatedUsesCache(t, newFixture(t), fds) })
+	}
+}
+
+func testScanRepeatedUsesCache(t *testing.T, f *fixture, fds string) {
 	s := NewScanner("/proc")
+	defer s.Close()
 	s.Source = SourceProc
+	s.FDs = fds
 	// Only the fixture's sockets are wanted (by their listeners' ports):
 	// CLOSE_WAIT sockets that tests of other packages, run alongside by
 	// go test ./..., make between two scans would rightly need a walk.
@@ -348,6 +394,7 @@ func TestScanRepeatedUsesCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkPasses(t, s, fds)
 	second, err := s.Scan(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +432,7 @@ func TestScanRepeatedUsesCache(t *testing.T) {
 
 // TestScanUnknownPID notes a --pid that does not exist instead of failing.
 func TestScanUnknownPID(t *testing.T) {
-	snap := scan(t, SourceProc, Query{PIDs: []int{1 << 30}})
+	snap := scan(t, SourceProc, "", Query{PIDs: []int{1 << 30}})
 	if len(snap.Sockets) != 0 || !slices.Contains(snap.Notes, fmt.Sprintf("pid %d: no such process", 1<<30)) {
 		t.Errorf("sockets %d, notes %q; want none and a note", len(snap.Sockets), snap.Notes)
 	}

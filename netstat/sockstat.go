@@ -38,13 +38,44 @@ func hasIPv6TCP(procRoot string, pid int, states StateSet) bool {
 
 // parseTCP6InUse returns the count of the "TCP6: inuse N" line of a
 // /proc/net/sockstat6 (net/ipv6/proc.c, sockstat6_seq_show).
-func parseTCP6InUse(b []byte) (int, bool) {
+func parseTCP6InUse(b []byte) (int, bool) { return parseInUse(b, "TCP6: inuse ") }
+
+// tcpInUse returns the TCP sockets (IPv4 and IPv6) hashed in the network
+// namespace of pid (0: the caller's), from sockstat's "TCP: inuse" and
+// sockstat6's "TCP6: inuse" (net/ipv4/proc.c, net/ipv6/proc.c): a bound on
+// what its dump lists, bar TIME_WAIT and request sockets. 0 when neither
+// can be read.
+func tcpInUse(procRoot string, pid int) int {
+	who := "self"
+	if pid != 0 {
+		who = strconv.Itoa(pid)
+	}
+	n := 0
+	for _, f := range []struct{ file, prefix string }{{"sockstat", "TCP: inuse "}, {"sockstat6", "TCP6: inuse "}} {
+		b, err := os.ReadFile(filepath.Join(procRoot, who, "net", f.file))
+		if err != nil {
+			continue
+		}
+		if k, ok := parseInUse(b, f.prefix); ok {
+			n += k
+		}
+	}
+	return n
+}
+
+// parseInUse returns the first count of the line starting with prefix
+// ("TCP: inuse 12 orphan 0 tw 3 alloc 15 mem 1").
+func parseInUse(b []byte, prefix string) (int, bool) {
 	for line := range bytes.Lines(b) {
-		rest, ok := bytes.CutPrefix(line, []byte("TCP6: inuse "))
+		rest, ok := bytes.CutPrefix(line, []byte(prefix))
 		if !ok {
 			continue
 		}
-		n, err := strconv.Atoi(string(bytes.TrimSpace(rest)))
+		f := bytes.Fields(rest)
+		if len(f) == 0 {
+			return 0, false
+		}
+		n, err := strconv.Atoi(string(f[0]))
 		return n, err == nil && n >= 0
 	}
 	return 0, false

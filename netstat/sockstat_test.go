@@ -59,3 +59,27 @@ func TestHasIPv6TCP(t *testing.T) {
 		}
 	}
 }
+
+// tcpInUse adds IPv4's and IPv6's counts, and reads 0 for what is missing.
+func TestTCPInUse(t *testing.T) {
+	root := t.TempDir()
+	write := func(pid, file, body string) {
+		dir := filepath.Join(root, pid, "net")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("self", "sockstat", "sockets: used 230\nTCP: inuse 12 orphan 0 tw 3 alloc 15 mem 1\nUDP: inuse 2 mem 0\n")
+	write("self", "sockstat6", "TCP6: inuse 5\nUDP6: inuse 0\n")
+	write("42", "sockstat", "TCP: inuse x orphan 0\n")
+	for _, tc := range []struct {
+		pid, want int
+	}{{0, 17}, {42, 0}, {7, 0}} {
+		if got := tcpInUse(root, tc.pid); got != tc.want {
+			t.Errorf("tcpInUse(pid %d) = %d, want %d", tc.pid, got, tc.want)
+		}
+	}
+}

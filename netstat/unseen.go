@@ -96,7 +96,7 @@ func (s *Scanner) unseen(socks []Socket, stats []AttributeStats, restricted bool
 		// them.
 		return nil
 	}
-	reason := "held by no process kdiag can read (a process in another PID namespace, or the kernel), or closed since the dump"
+	reason := "held by no process kdiag can read (a process in another PID namespace, or the kernel), or opened or closed while the scan ran"
 	n.add("%s unattributed: %s", cmdPlural(total, "socket", "sockets"), reason)
 	return &Unseen{Sockets: byState, Reason: reason}
 }

@@ -1,9 +1,15 @@
 // Command scanbench times commands against each other in the same run:
 // it runs each command -runs times, alternating which goes first, output to
-// /dev/null, and prints for each the median wall time and the peak resident
-// set size (getrusage ru_maxrss of the child), as a Markdown table row.
+// /dev/null, and prints for each the median wall time, the CPU time (user
+// plus system) and the peak resident set size (getrusage of the child), as
+// a Markdown table row, with the machine's 1-minute load average over that
+// command's runs (the lowest and highest read before each run).
 //
 //	scanbench -runs 7 -- 'kdiag scan --state close-wait -o json' 'ss -tanp state close-wait'
+//
+// With -quiet L it first waits, up to -quiet-wait, for the 1-minute load to
+// drop below L, and says whether it did: figures taken as claims need a
+// quiet machine.
 //
 // Each command is split on spaces (no shell), so what is timed is the
 // program itself, not a shell around it.
@@ -15,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,12 +29,53 @@ import (
 
 type result struct {
 	wall []time.Duration
+	cpu  []time.Duration
 	rss  []int64 // KiB
+	// loads are the 1-minute load averages read before each run.
+	loads []float64
+}
+
+// load1 returns the 1-minute load average (-1 when /proc/loadavg cannot
+// be read).
+func load1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// waitQuiet polls the load until it is below max or wait has passed, and
+// says which on stderr.
+func waitQuiet(max float64, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for {
+		l := load1()
+		if l >= 0 && l < max {
+			fmt.Fprintf(os.Stderr, "scanbench: load %.2f, below %.2f\n", l, max)
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "scanbench: load %.2f still not below %.2f after %s: measuring anyway\n", l, max, wait)
+			return
+		}
+		time.Sleep(5 * time.Second)
+	}
 }
 
 func main() {
 	runs := flag.Int("runs", 7, "runs of each command")
 	label := flag.String("label", "", "first column of the Markdown rows (e.g. N=1000 M=0)")
+	quiet := flag.Float64("quiet", 0, "wait until the 1-minute load is below this first (0: do not wait)")
+	quietWait := flag.Duration("quiet-wait", 5*time.Minute, "wait at most this long for -quiet")
 	flag.Parse()
 	cmds := flag.Args()
 	if len(cmds) == 0 {
@@ -38,6 +86,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if *quiet > 0 {
+		waitQuiet(*quiet, *quietWait)
 	}
 	res := make([]result, len(cmds))
 	for r := range *runs {
@@ -56,6 +107,7 @@ func main() {
 			cmd.Stdout = null
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
+			res[i].loads = append(res[i].loads, load1())
 			start := time.Now()
 			err := cmd.Run()
 			wall := time.Since(start)
@@ -70,16 +122,19 @@ func main() {
 			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 			res[i].wall = append(res[i].wall, wall)
 			res[i].rss = append(res[i].rss, ru.Maxrss)
+			res[i].cpu = append(res[i].cpu, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()))
 		}
 	}
-	fmt.Printf("| size | command | median wall | min wall | max wall | median peak RSS | max peak RSS | runs |\n")
-	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Printf("| size | command | median wall | min wall | max wall | median CPU | median peak RSS | max peak RSS | runs | load |\n")
+	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for i, c := range cmds {
-		w, m := slices.Clone(res[i].wall), slices.Clone(res[i].rss)
+		w, m, u, l := slices.Clone(res[i].wall), slices.Clone(res[i].rss), slices.Clone(res[i].cpu), slices.Clone(res[i].loads)
 		slices.Sort(w)
 		slices.Sort(m)
-		fmt.Printf("| %s | `%s` | %s | %s | %s | %.1f MB | %.1f MB | %d |\n", *label, c,
-			ms(w[len(w)/2]), ms(w[0]), ms(w[len(w)-1]), float64(m[len(m)/2])/1024, float64(m[len(m)-1])/1024, *runs)
+		slices.Sort(u)
+		slices.Sort(l)
+		fmt.Printf("| %s | `%s` | %s | %s | %s | %s | %.1f MB | %.1f MB | %d | %.2f-%.2f |\n", *label, c,
+			ms(w[len(w)/2]), ms(w[0]), ms(w[len(w)-1]), ms(u[len(u)/2]), float64(m[len(m)/2])/1024, float64(m[len(m)-1])/1024, *runs, l[0], l[len(l)-1])
 	}
 }
 

@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/kdiag/kdiag/netstat"
@@ -10,7 +11,7 @@ import (
 
 // Filters are the socket filter flags shared by the commands that scan
 // (`kdiag watch`; the same flags, names and messages as `kdiag scan`):
-// --state --pid --process --port --remote --brokers --source.
+// --state --pid --process --port --remote --brokers --source --fds.
 type Filters struct {
 	States  string
 	PIDs    []int
@@ -19,6 +20,7 @@ type Filters struct {
 	Remotes []string
 	Brokers string
 	Source  string
+	FDs     string
 }
 
 // AddFilterFlags registers the filter flags on fs, writing into f.
@@ -30,6 +32,7 @@ func AddFilterFlags(fs *pflag.FlagSet, f *Filters) {
 	fs.StringSliceVar(&f.Remotes, "remote", nil, "only sockets to HOST[:PORT] (repeatable)")
 	fs.StringVar(&f.Brokers, "brokers", "", "Kafka bootstrap list host:port,...: only sockets to those brokers, their processes marked as Kafka clients")
 	fs.StringVar(&f.Source, "source", netstat.SourceAuto, "socket source: "+strings.Join(netstat.SourceNames, "|")+" (auto: netlink, else /proc/net/tcp)")
+	fs.StringVar(&f.FDs, "fds", netstat.FDsAuto, "where the processes' socket fds are read: "+strings.Join(netstat.FDSourceNames, "|")+" (auto: the kernel's socket fd iterator as root on Linux 5.11 or later with BTF, else /proc/<pid>/fd)")
 }
 
 // Query checks the flags and builds the query; every error is the user's to
@@ -75,6 +78,12 @@ func (f *Filters) Query() (netstat.Query, error) {
 	}
 	if err := f.checkSource(); err != nil {
 		return netstat.Query{}, err
+	}
+	if f.FDs == "" {
+		f.FDs = netstat.FDsAuto
+	}
+	if !slices.Contains(netstat.FDSourceNames, f.FDs) {
+		return netstat.Query{}, UsageErrorf("--fds %q: want one of %s", f.FDs, strings.Join(netstat.FDSourceNames, ", "))
 	}
 	return q, nil
 }

@@ -43,6 +43,10 @@ type ScanOptions struct {
 	// MemProfile, when set (hidden --memprofile), is where a profile of
 	// every allocation the scan makes is written, for the same purpose.
 	MemProfile string
+	// Phases (hidden --phases) prints to stderr, as the scan goes, the
+	// time at the end of each of its stages since this package's init (most
+	// of the others' are before it).
+	Phases bool
 
 	// Query is built from the flags before the run.
 	Query netstat.Query
@@ -115,6 +119,8 @@ processes that exited during the scan) go to stderr, once.`,
 	_ = fl.MarkHidden("cpuprofile")
 	fl.StringVar(&opts.MemProfile, "memprofile", "", "write a profile of the scan's allocations to this file")
 	_ = fl.MarkHidden("memprofile")
+	fl.BoolVar(&opts.Phases, "phases", false, "print the time since start at the end of each stage of the scan to stderr")
+	_ = fl.MarkHidden("phases")
 	return cmd
 }
 
@@ -137,6 +143,16 @@ func (o *ScanOptions) complete() error {
 	o.Query = q
 	return nil
 }
+
+// phase prints, with --phases, the time since processStart and name.
+func (o *ScanOptions) phase(name string) {
+	if o.Phases {
+		fmt.Fprintf(o.IO.ErrOut, "kdiag: phase %8.2f ms  %s\n", float64(time.Since(processStart).Microseconds())/1000, name)
+	}
+}
+
+// processStart is when this package was initialized.
+var processStart = time.Now()
 
 // monitoring reports whether --warn or --crit was given.
 func (o *ScanOptions) monitoring() bool { return o.Warn >= 0 || o.Crit >= 0 }
@@ -170,10 +186,15 @@ func runScan(opts *ScanOptions) error {
 	if opts.Scan == nil {
 		s := netstat.NewScanner(opts.ProcRoot)
 		s.Source = opts.Source
+		s.FDs = opts.FDs
 		s.Now = opts.Now
 		s.NoCache = true // one scan: nothing to reuse
+		if opts.Phases {
+			s.Phase = func(name string) { opts.phase(name) }
+		}
 		opts.Scan = s.Scan
 	}
+	opts.phase("scanner ready")
 	if opts.HostNetNS == 0 {
 		opts.HostNetNS = selfNetNS(opts.ProcRoot)
 	}
@@ -204,6 +225,7 @@ func runScan(opts *ScanOptions) error {
 	if err := formats[opts.Output](opts.IO.Out, snap, view{hostNS: opts.HostNetNS, now: opts.Now()}); err != nil {
 		return err
 	}
+	opts.phase("written")
 	if code != cmdutil.ExitOK {
 		return cmdutil.Exit(code)
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
@@ -61,6 +62,10 @@ type WatchOptions struct {
 	// CPUProfile, when set (hidden --cpuprofile), is where the whole run's
 	// CPU profile goes: what BENCHMARKS.md's watch figures are broken down by.
 	CPUProfile string
+	// MemProfile, when set (hidden --memprofile), is where a profile of
+	// the heap in use when the loop ends goes: what BENCHMARKS.md's watch
+	// memory figures are broken down by.
+	MemProfile string
 
 	// Listening, when set, is called with the metrics address once the
 	// listener is up (tests scrape it).
@@ -155,6 +160,8 @@ e.g. --state close-wait,established, to use them.
 	fl.DurationVar(&opts.Refresh, "refresh", netstat.DefaultRefreshEvery, "with events, dump at least this often all the same (holders, Recv-Q and Send-Q change without a state change)")
 	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	_ = fl.MarkHidden("cpuprofile")
+	fl.StringVar(&opts.MemProfile, "memprofile", "", "write a profile of the heap in use at the end of the run to this file")
+	_ = fl.MarkHidden("memprofile")
 	return cmd
 }
 
@@ -200,6 +207,7 @@ func (o *WatchOptions) complete() error {
 func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error) {
 	sc := netstat.NewScanner(procRoot)
 	sc.Source = o.Filters.Source
+	sc.FDs = o.Filters.FDs
 	sc.RefreshEvery = o.Refresh
 	c, err := openEvents(o.Events, procRoot, o.Query)
 	if err != nil || c == nil {
@@ -258,6 +266,18 @@ func runWatch(o *WatchOptions) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	var memProfile *os.File
+	if o.MemProfile != "" {
+		f, err := os.Create(o.MemProfile)
+		if err != nil {
+			return cmdutil.UsageErrorf("--memprofile: %v", err)
+		}
+		defer f.Close()
+		memProfile = f
+		// main turns sampling off; the default rate samples enough of
+		// the loop's allocations to see what stays live.
+		runtime.MemProfileRate = 512 << 10
 	}
 	parent := o.Context
 	if parent == nil {
@@ -369,6 +389,13 @@ loop:
 		}
 	}
 
+	if memProfile != nil {
+		// Here, while the tracker and the collector still hold what the
+		// loop gave them.
+		runtime.GC()
+		_ = pprof.Lookup("heap").WriteTo(memProfile, 0)
+		runtime.KeepAlive(col)
+	}
 	if scans == 0 {
 		if lastErr != nil {
 			return &cmdutil.ExitError{Code: cmdutil.ExitUnknown, Err: fmt.Errorf("watch: no scan succeeded: %w", lastErr)}

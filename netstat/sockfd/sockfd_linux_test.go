@@ -1,0 +1,220 @@
+package sockfd
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// open returns an Iterator, or skips where the kernel or the user cannot
+// have one: not root, no kernel BTF, a kernel before 5.11. Anywhere else a
+// failure is a failure.
+func open(t testing.TB, proto bool) *Iterator {
+	it, err := Open(proto)
+	if err != nil {
+		var uts syscall.Utsname
+		_ = syscall.Uname(&uts)
+		_, btfErr := os.Stat(vmlinuxBTF)
+		if os.Geteuid() != 0 || btfErr != nil || !atLeast511(uts.Release[:]) {
+			t.Skipf("%v (needs root and a kernel with BTF, 5.11 or later)", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { it.Close() })
+	return it
+}
+
+func inodeOf(t *testing.T, f *os.File) uint64 {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+// TestEachSeesOwnSockets: the iterator lists this process's TCP (IPv4 and
+// IPv6), UDP and UNIX sockets with the inode fstat gives and the fd they
+// are at, and says which are TCP.
+func TestEachSeesOwnSockets(t *testing.T) {
+	it := open(t, true)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	type want struct {
+		tcp, v6 bool
+		fam     uint16
+	}
+	wants := map[uint64]want{}
+	fds := map[uint64]int{}
+	add := func(f *os.File, w want) {
+		ino := inodeOf(t, f)
+		wants[ino] = w
+		fds[ino] = int(f.Fd())
+		t.Cleanup(func() { f.Close() })
+	}
+	cf, _ := c.(*net.TCPConn).File()
+	add(cf, want{tcp: true, fam: 2})
+	// A dialed IPv6 connection (Go may make a listener MPTCP, protocol
+	// 262, which is not TCP: inet_diag's TCP dump does not list it).
+	if ln6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		defer ln6.Close()
+		c6, err := net.Dial("tcp6", ln6.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c6.Close()
+		f, _ := c6.(*net.TCPConn).File()
+		add(f, want{tcp: true, v6: true, fam: 10})
+	}
+	u, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	uf, _ := u.(*net.UDPConn).File()
+	add(uf, want{fam: 2})
+	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(os.NewFile(uintptr(sp[0]), "unix0"), want{fam: 1})
+	add(os.NewFile(uintptr(sp[1]), "unix1"), want{fam: 1})
+
+	got := map[uint64]FD{}
+	if err := it.Each(func(f FD) bool {
+		if int(f.PID) == os.Getpid() {
+			got[f.Inode] = f
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for ino, w := range wants {
+		f, ok := got[ino]
+		if !ok {
+			t.Errorf("inode %d (fd %d) not listed", ino, fds[ino])
+			continue
+		}
+		if int(f.FD) != fds[ino] || f.IsTCP() != w.tcp || f.IPv6() != w.v6 || f.Family != w.fam {
+			t.Errorf("inode %d: got %+v (tcp %v), want fd %d family %d tcp %v", ino, f, f.IsTCP(), fds[ino], w.fam, w.tcp)
+		}
+	}
+	// A pipe is not a socket.
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	defer w.Close()
+	pipeIno := inodeOf(t, r)
+	it.Each(func(f FD) bool {
+		if int(f.PID) == os.Getpid() && f.Inode == pipeIno {
+			t.Errorf("a pipe listed as a socket: %+v", f)
+		}
+		return true
+	})
+}
+
+// TestEachStops: fn returning false ends the pass.
+func TestEachStops(t *testing.T) {
+	it := open(t, false)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	n := 0
+	start := time.Now()
+	if err := it.Each(func(FD) bool { n++; return false }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("fn called %d times after it returned false, want 1", n)
+	}
+	_ = start
+}
+
+// atLeast511 reports whether a uname release ("6.18.44-...") is 5.11 or
+// later.
+func atLeast511(rel []int8) bool {
+	var b []byte
+	for _, c := range rel {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(string(b), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 5 || (major == 5 && minor >= 11)
+}
+
+// TestPIDNamespace: in a PID namespace of its own (unshare --pid), the
+// iterator numbers processes as that namespace does (the child is pid 1
+// there) and lists only the processes that namespace holds.
+func TestPIDNamespace(t *testing.T) {
+	if os.Getenv("KDIAG_SOCKFD_PIDNS") == "1" {
+		pidNamespaceChild(t)
+		return
+	}
+	open(t, false).Close() // skips where the iterator cannot be had
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs unshare (util-linux)")
+	}
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", os.Args[0], "-test.run", "^TestPIDNamespace$", "-test.v")
+	cmd.Env = append(os.Environ(), "KDIAG_SOCKFD_PIDNS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child in a new PID namespace: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "child checked") {
+		t.Fatalf("the child did not run its checks:\n%s", out)
+	}
+}
+
+func pidNamespaceChild(t *testing.T) {
+	it := open(t, false)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f, _ := ln.(*net.TCPListener).File()
+	defer f.Close()
+	ino := inodeOf(t, f)
+	found := false
+	pids := map[int32]bool{}
+	if err := it.Each(func(x FD) bool {
+		pids[x.PID] = true
+		if x.Inode == ino {
+			if int(x.PID) != os.Getpid() {
+				t.Errorf("own socket listed as pid %d fd %d, want pid %d", x.PID, x.FD, os.Getpid())
+			}
+			found = found || int(x.FD) == int(f.Fd())
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !found {
+		t.Errorf("own socket (inode %d) not listed at fd %d", ino, f.Fd())
+	}
+	for pid := range pids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			t.Errorf("pid %d listed, not in this namespace's /proc: %v", pid, err)
+		}
+	}
+	t.Logf("child checked: pid %d, %d processes with sockets", os.Getpid(), len(pids))
+}

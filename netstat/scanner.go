@@ -65,8 +65,10 @@ type Scanner struct {
 	// first and, when no socket entered or left a state the query asks
 	// for since the count read before the last dump, serves that dump
 	// again instead of a new one (see gate), for at most RefreshEvery.
-	// The snapshots Scan returns must then not be modified: the next scan
-	// may serve a copy of the last one.
+	// The snapshots Scan returns must then not be modified, and hold
+	// until the next Scan only: a served snapshot shares its sockets with
+	// the last one, whose ages it advances in place (kdiag watch is done
+	// with each snapshot before it scans again).
 	Changes StateChanges
 	// RefreshEvery is how long a scan gated by Changes may serve the last
 	// dump; 0 means DefaultRefreshEvery.

@@ -51,7 +51,7 @@ type procState struct {
 	first     int // absolute index of counts[0]
 	firstSeen time.Time
 	lastSeen  time.Time
-	counts    []Counts
+	counts    series
 	cur       Counts
 	remotes   map[remoteKey]*remoteState
 	closed    int
@@ -74,7 +74,7 @@ type remoteKey struct {
 
 type remoteState struct {
 	first  int
-	counts []Counts
+	counts series
 	cur    Counts
 }
 
@@ -198,11 +198,11 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 		}
 	}
 	for _, ps := range t.procs {
-		ps.counts = append(ps.counts, ps.cur)
+		ps.counts.push(ps.cur)
 		ps.cur = Counts{}
 		ps.lastRemote = nil
 		for _, rs := range ps.remotes {
-			rs.counts = append(rs.counts, rs.cur)
+			rs.counts.push(rs.cur)
 			rs.cur = Counts{}
 		}
 	}
@@ -253,9 +253,9 @@ func (t *Tracker) addUnchanged(s *netstat.Snapshot) {
 		if ps.lastSeen.Equal(prev) {
 			ps.lastSeen = s.Time
 		}
-		ps.counts = append(ps.counts, lastCounts(ps.counts))
+		ps.counts.push(ps.counts.lastCounts())
 		for _, rs := range ps.remotes {
-			rs.counts = append(rs.counts, lastCounts(rs.counts))
+			rs.counts.push(rs.counts.lastCounts())
 		}
 	}
 	t.trim()
@@ -267,14 +267,6 @@ func (t *Tracker) seenAgain(c *CloseWaitSocket, at time.Time, d time.Duration) {
 	if c.HasAge {
 		c.Age += d
 	}
-}
-
-// lastCounts is the last sample's counts of a series (zero for none).
-func lastCounts(c []Counts) Counts {
-	if len(c) == 0 {
-		return Counts{}
-	}
-	return c[len(c)-1]
 }
 
 // proc returns the state of the process holding a socket of pid (meta is
@@ -390,35 +382,28 @@ func (t *Tracker) trim() {
 	t.times = slices.Delete(t.times, 0, drop)
 	t.base += drop
 	for key, ps := range t.procs {
-		ps.counts, ps.first = trimCounts(ps.counts, ps.first, t.base)
-		if allZero(ps.counts) {
+		ps.first = trimCounts(&ps.counts, ps.first, t.base)
+		if ps.counts.allZero() {
 			delete(t.procs, key)
 			continue
 		}
 		for rk, rs := range ps.remotes {
-			rs.counts, rs.first = trimCounts(rs.counts, rs.first, t.base)
-			if allZero(rs.counts) {
+			rs.first = trimCounts(&rs.counts, rs.first, t.base)
+			if rs.counts.allZero() {
 				delete(ps.remotes, rk)
 			}
 		}
 	}
 }
 
-func trimCounts(c []Counts, first, base int) ([]Counts, int) {
+// trimCounts drops the samples of c (from absolute sample first) before
+// base, and returns where c now starts.
+func trimCounts(c *series, first, base int) int {
 	if first >= base {
-		return c, first
+		return first
 	}
-	n := min(base-first, len(c))
-	return slices.Delete(c, 0, n), base
-}
-
-func allZero(c []Counts) bool {
-	for i := range c {
-		if c[i] != (Counts{}) {
-			return false
-		}
-	}
-	return true
+	c.dropFront(min(base-first, c.len()))
+	return base
 }
 
 // Analysis computes trends, verdicts and findings over the current window,
@@ -476,7 +461,7 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		p.Process.PID = key.PID
 		p.Client = t.client(ps)
 		if full {
-			p.Points = t.points(ps.counts, ps.first)
+			p.Points = t.points(&ps.counts, ps.first)
 		}
 		if j := ps.first - t.base; j >= 0 && j < len(t.times) {
 			p.FirstSeen = t.times[j]
@@ -486,23 +471,19 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		if ps.firstSeen.After(p.FirstSeen) {
 			p.FirstSeen = ps.firstSeen
 		}
-		if n := len(ps.counts); n > 0 {
-			p.Last = ps.counts[n-1]
-		}
-		p.CloseWait = stepOf(t.fit(ps.counts, ps.first, Counts.Leaked, time.Time{}, t.opts), t.window(ps.counts, ps.first, time.Time{}))
-		p.CloseWaitRecent = t.fitRecent(ps.counts, ps.first, a.End)
+		p.Last = ps.counts.lastCounts()
+		p.CloseWait = stepOf(t.fit(&ps.counts, ps.first, Counts.Leaked, time.Time{}, t.opts), t.window(&ps.counts, ps.first, time.Time{}))
+		p.CloseWaitRecent = t.fitRecent(&ps.counts, ps.first, a.End)
 		if p.CloseWait.Verdict == Step && p.CloseWaitRecent.Verdict == Growing {
 			p.CloseWaitRecent.Verdict = Step // the same rise, seen through the recent part of the window
 		}
-		p.Established = t.fit(ps.counts, ps.first, established, time.Time{}, t.opts)
+		p.Established = t.fit(&ps.counts, ps.first, established, time.Time{}, t.opts)
 		for rk, rs := range ps.remotes {
 			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
-			if n := len(rs.counts); n > 0 {
-				r.Last = rs.counts[n-1]
-			}
+			r.Last = rs.counts.lastCounts()
 			if full {
-				r.Points = t.points(rs.counts, rs.first)
-				r.CloseWait = t.fit(rs.counts, rs.first, Counts.Leaked, time.Time{}, t.opts)
+				r.Points = t.points(&rs.counts, rs.first)
+				r.CloseWait = t.fit(&rs.counts, rs.first, Counts.Leaked, time.Time{}, t.opts)
 			}
 			p.Remotes = append(p.Remotes, r)
 		}
@@ -569,21 +550,22 @@ func olderCW(x, y *CloseWaitSocket) bool {
 }
 
 // points pairs counts (starting at absolute sample first) with their times.
-func (t *Tracker) points(c []Counts, first int) []Point {
+func (t *Tracker) points(c *series, first int) []Point {
 	off := first - t.base
-	out := make([]Point, 0, len(c))
-	for i := range c {
+	out := make([]Point, 0, c.len())
+	c.each(func(i int, x Counts) bool {
 		if j := off + i; j >= 0 && j < len(t.times) {
-			out = append(out, Point{Time: t.times[j], Counts: c[i]})
+			out = append(out, Point{Time: t.times[j], Counts: x})
 		}
-	}
+		return true
+	})
 	return out
 }
 
 // fitRecent fits CLOSE_WAIT over the trailing Options.Recent. The recent
 // window needs only half its length covered (MinDuration capped at Recent/2),
 // or a short Recent could never give a verdict.
-func (t *Tracker) fitRecent(c []Counts, first int, end time.Time) Trend {
+func (t *Tracker) fitRecent(c *series, first int, end time.Time) Trend {
 	o := t.opts
 	o.MinDuration = min(o.MinDuration, o.Recent/2)
 	return t.fit(c, first, Counts.Leaked, end.Add(-o.Recent), o)
@@ -591,16 +573,15 @@ func (t *Tracker) fitRecent(c []Counts, first int, end time.Time) Trend {
 
 // window returns the counts (from absolute sample first) at or after from
 // that are still in the tracker's window.
-func (t *Tracker) window(c []Counts, first int, from time.Time) []Counts {
+func (t *Tracker) window(c *series, first int, from time.Time) []Counts {
 	off := first - t.base
 	var out []Counts
-	for i := range c {
-		j := off + i
-		if j < 0 || j >= len(t.times) || t.times[j].Before(from) {
-			continue
+	c.each(func(i int, x Counts) bool {
+		if j := off + i; j >= 0 && j < len(t.times) && !t.times[j].Before(from) {
+			out = append(out, x)
 		}
-		out = append(out, c[i])
-	}
+		return true
+	})
 	return out
 }
 
@@ -657,18 +638,17 @@ func established(c Counts) int { return c.Get(netstat.Established) }
 
 // fit fits the counts value takes of each sample (from absolute sample
 // first) at or after from.
-func (t *Tracker) fit(c []Counts, first int, value func(Counts) int, from time.Time, o Options) Trend {
+func (t *Tracker) fit(c *series, first int, value func(Counts) int, from time.Time, o Options) Trend {
 	off := first - t.base
-	times := make([]time.Time, 0, len(c))
-	counts := make([]int, 0, len(c))
-	for i := range c {
-		j := off + i
-		if j < 0 || j >= len(t.times) || t.times[j].Before(from) {
-			continue
+	times := make([]time.Time, 0, c.len())
+	counts := make([]int, 0, c.len())
+	c.each(func(i int, x Counts) bool {
+		if j := off + i; j >= 0 && j < len(t.times) && !t.times[j].Before(from) {
+			times = append(times, t.times[j])
+			counts = append(counts, value(x))
 		}
-		times = append(times, t.times[j])
-		counts = append(counts, value(c[i]))
-	}
+		return true
+	})
 	return Fit(times, counts, o)
 }
 

@@ -29,8 +29,8 @@ type Tracker struct {
 	// cw holds the live CLOSE_WAIT sockets by inode; cwTuple those the
 	// source gave no inode for, by 4-tuple. gen marks the ones the current
 	// sample saw, so the sweep for closed ones needs no per-sample set.
-	cw      map[inodeID]*CloseWaitSocket
-	cwTuple map[tupleID]*CloseWaitSocket
+	cw      map[inodeID]*cwSocket
+	cwTuple map[tupleID]*cwSocket
 	gen     uint64
 	notes   map[string]int
 	// lastDump is the netstat.Snapshot.Dump of the last sample added, 0
@@ -43,6 +43,9 @@ type Tracker struct {
 	// attributed (netstat.Snapshot.Unseen).
 	unseen  Unseen
 	sources map[string]bool
+	// loc is the location of the samples' times, which cwSocket's times
+	// are given back in.
+	loc *time.Location
 }
 
 type procState struct {
@@ -94,9 +97,10 @@ func NewTracker(opts Options) *Tracker {
 	t := &Tracker{
 		opts:    opts,
 		brokers: make(map[netip.AddrPort]bool),
+		loc:     time.Local,
 		procs:   make(map[ProcessKey]*procState),
-		cw:      make(map[inodeID]*CloseWaitSocket),
-		cwTuple: make(map[tupleID]*CloseWaitSocket),
+		cw:      make(map[inodeID]*cwSocket),
+		cwTuple: make(map[tupleID]*cwSocket),
 		notes:   make(map[string]int),
 		sources: make(map[string]bool),
 	}
@@ -182,7 +186,7 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 			}
 		}
 		if sk.State == netstat.CloseWait || sk.State == netstat.Close && sk.Inode != 0 {
-			t.closeWait(sk, ps.key, s.Time)
+			t.closeWait(sk, ps, s.Time)
 		}
 	}
 	for id, c := range t.cw {
@@ -212,6 +216,7 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 // addSample records s's time, source and notes.
 func (t *Tracker) addSample(s *netstat.Snapshot) {
 	t.times = append(t.times, s.Time)
+	t.loc = s.Time.Location()
 	if s.Source != "" {
 		t.sources[s.Source] = true
 	}
@@ -243,11 +248,12 @@ func (t *Tracker) addUnchanged(s *netstat.Snapshot) {
 	d := s.Time.Sub(prev)
 	t.addSample(s)
 	t.gen++
+	at := s.Time.UnixNano()
 	for _, c := range t.cw {
-		t.seenAgain(c, s.Time, d)
+		t.seenAgain(c, at, d)
 	}
 	for _, c := range t.cwTuple {
-		t.seenAgain(c, s.Time, d)
+		t.seenAgain(c, at, d)
 	}
 	for _, ps := range t.procs {
 		if ps.lastSeen.Equal(prev) {
@@ -261,11 +267,12 @@ func (t *Tracker) addUnchanged(s *netstat.Snapshot) {
 	t.trim()
 }
 
-// seenAgain marks c seen by the current sample at, d after the last.
-func (t *Tracker) seenAgain(c *CloseWaitSocket, at time.Time, d time.Duration) {
-	c.LastSeen, c.gen = at, t.gen
-	if c.HasAge {
-		c.Age += d
+// seenAgain marks c seen by the current sample at (Unix ns), d after the
+// last.
+func (t *Tracker) seenAgain(c *cwSocket, at int64, d time.Duration) {
+	c.lastSeen, c.gen = at, t.gen
+	if c.hasAge {
+		c.age += d
 	}
 }
 
@@ -294,55 +301,93 @@ func (t *Tracker) proc(pid int, meta *netstat.Process, at time.Time, idx int) *p
 	return ps
 }
 
-// closeWait records that the current sample holds sk, in CLOSE_WAIT, in key.
-func (t *Tracker) closeWait(sk *netstat.Socket, key ProcessKey, at time.Time) {
-	var c *CloseWaitSocket
+// cwSocket is a live CLOSE_WAIT (or held CLOSE) socket as the tracker
+// keeps it between samples: CloseWaitSocket's fields with its process as a
+// pointer and its times as Unix nanoseconds (0: none), 160 bytes where a
+// CloseWaitSocket and its ProcessKey take 320 (20,000 CLOSE_WAIT: 6.5 MB).
+// export turns it into a CloseWaitSocket.
+type cwSocket struct {
+	proc                *procState
+	local, remote       netip.AddrPort
+	inode               uint64
+	firstSeen, lastSeen int64
+	finAt, finEarliest  int64
+	heldSince           int64
+	age, idleAtFIN      time.Duration
+	gen                 uint64
+	recvQ               uint32
+	hasAge, held        bool
+}
+
+// export returns c as a CloseWaitSocket, its times in loc (the samples'
+// location).
+func (c *cwSocket) export(loc *time.Location) CloseWaitSocket {
+	at := func(ns int64) time.Time {
+		if ns == 0 {
+			return time.Time{}
+		}
+		return time.Unix(0, ns).In(loc)
+	}
+	return CloseWaitSocket{
+		Process: c.proc.key, Local: c.local, Remote: c.remote, Inode: c.inode,
+		FirstSeen: at(c.firstSeen), LastSeen: at(c.lastSeen),
+		RecvQ: c.recvQ, Age: c.age, HasAge: c.hasAge,
+		FINAt: at(c.finAt), FINEarliest: at(c.finEarliest), IdleAtFIN: c.idleAtFIN,
+		Held: c.held, HeldSince: at(c.heldSince), gen: c.gen,
+	}
+}
+
+// closeWait records that the current sample holds sk, in CLOSE_WAIT, in ps.
+func (t *Tracker) closeWait(sk *netstat.Socket, ps *procState, when time.Time) {
+	at := when.UnixNano()
+	var c *cwSocket
 	if sk.Inode != 0 {
 		id := inodeID{sk.NetNS, sk.Inode}
 		c = t.cw[id]
-		if c == nil || c.Process != key {
-			c = &CloseWaitSocket{Process: key, Local: sk.Local, Remote: sk.Remote, Inode: sk.Inode, FirstSeen: at}
+		if c == nil || c.proc.key != ps.key {
+			c = &cwSocket{proc: ps, local: sk.Local, remote: sk.Remote, inode: sk.Inode, firstSeen: at}
 			t.cw[id] = c
 		}
 	} else {
 		id := tupleID{sk.NetNS, sk.Local, sk.Remote}
 		c = t.cwTuple[id]
-		if c == nil || c.Process != key {
-			c = &CloseWaitSocket{Process: key, Local: sk.Local, Remote: sk.Remote, FirstSeen: at}
+		if c == nil || c.proc.key != ps.key {
+			c = &cwSocket{proc: ps, local: sk.Local, remote: sk.Remote, firstSeen: at}
 			t.cwTuple[id] = c
 		}
 	}
-	c.LastSeen, c.gen = at, t.gen
+	c.proc = ps // the key's current state (trim may have made a new one)
+	c.lastSeen, c.gen = at, t.gen
 	if sk.State == netstat.Close {
 		// Reset and held: the same socket, its CLOSE_WAIT age frozen at
 		// what the samples said, its remote the one it had (or none).
-		if !c.Held {
-			c.Held, c.HeldSince = true, at
+		if !c.held {
+			c.held, c.heldSince = true, at
 		}
-		if !c.Remote.IsValid() {
-			c.Remote, c.Local = sk.Remote, sk.Local
+		if !c.remote.IsValid() {
+			c.remote, c.local = sk.Remote, sk.Local
 		}
 		return
 	}
-	c.RecvQ, c.Age, c.HasAge = sk.RecvQ, sk.Age, sk.HasAge
-	if sk.IdleMS > 0 && c.IdleAtFIN == 0 {
-		c.IdleAtFIN = time.Duration(sk.IdleMS) * time.Millisecond
+	c.recvQ, c.age, c.hasAge = sk.RecvQ, sk.Age, sk.HasAge
+	if sk.IdleMS > 0 && c.idleAtFIN == 0 {
+		c.idleAtFIN = time.Duration(sk.IdleMS) * time.Millisecond
 	}
 	if sk.HasAge {
-		if fin := at.Add(-sk.Age); c.FINAt.IsZero() || fin.Before(c.FINAt) {
-			c.FINAt = fin
+		if fin := at - int64(sk.Age); c.finAt == 0 || fin < c.finAt {
+			c.finAt = fin
 		}
-		if early := at.Add(-sk.AgeMax()); c.FINEarliest.IsZero() || early.After(c.FINEarliest) {
-			c.FINEarliest = early
+		if early := at - int64(sk.AgeMax()); c.finEarliest == 0 || early > c.finEarliest {
+			c.finEarliest = early
 		}
-		if c.FINEarliest.After(c.FINAt) {
-			c.FINEarliest = c.FINAt // samples that disagree (a reused inode): trust the latest
+		if c.finEarliest > c.finAt {
+			c.finEarliest = c.finAt // samples that disagree (a reused inode): trust the latest
 		}
 	}
 }
 
-func (t *Tracker) closedOne(c *CloseWaitSocket) {
-	if ps := t.procs[c.Process]; ps != nil {
+func (t *Tracker) closedOne(c *cwSocket) {
+	if ps := t.procs[c.proc.key]; ps != nil {
 		ps.closed++
 	}
 }
@@ -436,12 +481,13 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		a.Unseen = &u
 	}
 	live := make(map[ProcessKey][]CloseWaitSocket)
-	oldest := make(map[ProcessKey]*CloseWaitSocket)
-	add := func(c *CloseWaitSocket) {
+	oldest := make(map[ProcessKey]CloseWaitSocket)
+	add := func(c *cwSocket) {
+		x := c.export(t.loc)
 		if full {
-			live[c.Process] = append(live[c.Process], *c)
-		} else if o := oldest[c.Process]; o == nil || olderCW(c, o) {
-			oldest[c.Process] = c
+			live[x.Process] = append(live[x.Process], x)
+		} else if o, ok := oldest[x.Process]; !ok || olderCW(&x, &o) {
+			oldest[x.Process] = x
 		}
 	}
 	for _, c := range t.cw {
@@ -451,7 +497,7 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		add(c)
 	}
 	for k, c := range oldest {
-		live[k] = []CloseWaitSocket{*c}
+		live[k] = []CloseWaitSocket{c}
 	}
 	for key, ps := range t.procs {
 		p := ProcessSeries{

@@ -29,8 +29,8 @@ type Tracker struct {
 	// cw holds the live CLOSE_WAIT sockets by inode; cwTuple those the
 	// source gave no inode for, by 4-tuple. gen marks the ones the current
 	// sample saw, so the sweep for closed ones needs no per-sample set.
-	cw      map[inodeID]*CloseWaitSocket
-	cwTuple map[tupleID]*CloseWaitSocket
+	cw      map[inodeID]*cwSocket
+	cwTuple map[tupleID]*cwSocket
 	gen     uint64
 	notes   map[string]int
 	// lastDump is the netstat.Snapshot.Dump of the last sample added, 0
@@ -43,6 +43,9 @@ type Tracker struct {
 	// attributed (netstat.Snapshot.Unseen).
 	unseen  Unseen
 	sources map[string]bool
+	// loc is the location of the samples' times, which cwSocket's times
+	// are given back in.
+	loc *time.Location
 }
 
 type procState struct {
@@ -51,7 +54,7 @@ type procState struct {
 	first     int // absolute index of counts[0]
 	firstSeen time.Time
 	lastSeen  time.Time
-	counts    []Counts
+	counts    series
 	cur       Counts
 	remotes   map[remoteKey]*remoteState
 	closed    int
@@ -74,7 +77,7 @@ type remoteKey struct {
 
 type remoteState struct {
 	first  int
-	counts []Counts
+	counts series
 	cur    Counts
 }
 
@@ -94,9 +97,10 @@ func NewTracker(opts Options) *Tracker {
 	t := &Tracker{
 		opts:    opts,
 		brokers: make(map[netip.AddrPort]bool),
+		loc:     time.Local,
 		procs:   make(map[ProcessKey]*procState),
-		cw:      make(map[inodeID]*CloseWaitSocket),
-		cwTuple: make(map[tupleID]*CloseWaitSocket),
+		cw:      make(map[inodeID]*cwSocket),
+		cwTuple: make(map[tupleID]*cwSocket),
 		notes:   make(map[string]int),
 		sources: make(map[string]bool),
 	}
@@ -182,7 +186,7 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 			}
 		}
 		if sk.State == netstat.CloseWait || sk.State == netstat.Close && sk.Inode != 0 {
-			t.closeWait(sk, ps.key, s.Time)
+			t.closeWait(sk, ps, s.Time)
 		}
 	}
 	for id, c := range t.cw {
@@ -198,11 +202,11 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 		}
 	}
 	for _, ps := range t.procs {
-		ps.counts = append(ps.counts, ps.cur)
+		ps.counts.push(ps.cur)
 		ps.cur = Counts{}
 		ps.lastRemote = nil
 		for _, rs := range ps.remotes {
-			rs.counts = append(rs.counts, rs.cur)
+			rs.counts.push(rs.cur)
 			rs.cur = Counts{}
 		}
 	}
@@ -212,6 +216,7 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 // addSample records s's time, source and notes.
 func (t *Tracker) addSample(s *netstat.Snapshot) {
 	t.times = append(t.times, s.Time)
+	t.loc = s.Time.Location()
 	if s.Source != "" {
 		t.sources[s.Source] = true
 	}
@@ -243,38 +248,32 @@ func (t *Tracker) addUnchanged(s *netstat.Snapshot) {
 	d := s.Time.Sub(prev)
 	t.addSample(s)
 	t.gen++
+	at := s.Time.UnixNano()
 	for _, c := range t.cw {
-		t.seenAgain(c, s.Time, d)
+		t.seenAgain(c, at, d)
 	}
 	for _, c := range t.cwTuple {
-		t.seenAgain(c, s.Time, d)
+		t.seenAgain(c, at, d)
 	}
 	for _, ps := range t.procs {
 		if ps.lastSeen.Equal(prev) {
 			ps.lastSeen = s.Time
 		}
-		ps.counts = append(ps.counts, lastCounts(ps.counts))
+		ps.counts.push(ps.counts.lastCounts())
 		for _, rs := range ps.remotes {
-			rs.counts = append(rs.counts, lastCounts(rs.counts))
+			rs.counts.push(rs.counts.lastCounts())
 		}
 	}
 	t.trim()
 }
 
-// seenAgain marks c seen by the current sample at, d after the last.
-func (t *Tracker) seenAgain(c *CloseWaitSocket, at time.Time, d time.Duration) {
-	c.LastSeen, c.gen = at, t.gen
-	if c.HasAge {
-		c.Age += d
+// seenAgain marks c seen by the current sample at (Unix ns), d after the
+// last.
+func (t *Tracker) seenAgain(c *cwSocket, at int64, d time.Duration) {
+	c.lastSeen, c.gen = at, t.gen
+	if c.hasAge {
+		c.age += d
 	}
-}
-
-// lastCounts is the last sample's counts of a series (zero for none).
-func lastCounts(c []Counts) Counts {
-	if len(c) == 0 {
-		return Counts{}
-	}
-	return c[len(c)-1]
 }
 
 // proc returns the state of the process holding a socket of pid (meta is
@@ -302,55 +301,93 @@ func (t *Tracker) proc(pid int, meta *netstat.Process, at time.Time, idx int) *p
 	return ps
 }
 
-// closeWait records that the current sample holds sk, in CLOSE_WAIT, in key.
-func (t *Tracker) closeWait(sk *netstat.Socket, key ProcessKey, at time.Time) {
-	var c *CloseWaitSocket
+// cwSocket is a live CLOSE_WAIT (or held CLOSE) socket as the tracker
+// keeps it between samples: CloseWaitSocket's fields with its process as a
+// pointer and its times as Unix nanoseconds (0: none), 160 bytes where a
+// CloseWaitSocket and its ProcessKey take 320 (20,000 CLOSE_WAIT: 6.5 MB).
+// export turns it into a CloseWaitSocket.
+type cwSocket struct {
+	proc                *procState
+	local, remote       netip.AddrPort
+	inode               uint64
+	firstSeen, lastSeen int64
+	finAt, finEarliest  int64
+	heldSince           int64
+	age, idleAtFIN      time.Duration
+	gen                 uint64
+	recvQ               uint32
+	hasAge, held        bool
+}
+
+// export returns c as a CloseWaitSocket, its times in loc (the samples'
+// location).
+func (c *cwSocket) export(loc *time.Location) CloseWaitSocket {
+	at := func(ns int64) time.Time {
+		if ns == 0 {
+			return time.Time{}
+		}
+		return time.Unix(0, ns).In(loc)
+	}
+	return CloseWaitSocket{
+		Process: c.proc.key, Local: c.local, Remote: c.remote, Inode: c.inode,
+		FirstSeen: at(c.firstSeen), LastSeen: at(c.lastSeen),
+		RecvQ: c.recvQ, Age: c.age, HasAge: c.hasAge,
+		FINAt: at(c.finAt), FINEarliest: at(c.finEarliest), IdleAtFIN: c.idleAtFIN,
+		Held: c.held, HeldSince: at(c.heldSince), gen: c.gen,
+	}
+}
+
+// closeWait records that the current sample holds sk, in CLOSE_WAIT, in ps.
+func (t *Tracker) closeWait(sk *netstat.Socket, ps *procState, when time.Time) {
+	at := when.UnixNano()
+	var c *cwSocket
 	if sk.Inode != 0 {
 		id := inodeID{sk.NetNS, sk.Inode}
 		c = t.cw[id]
-		if c == nil || c.Process != key {
-			c = &CloseWaitSocket{Process: key, Local: sk.Local, Remote: sk.Remote, Inode: sk.Inode, FirstSeen: at}
+		if c == nil || c.proc.key != ps.key {
+			c = &cwSocket{proc: ps, local: sk.Local, remote: sk.Remote, inode: sk.Inode, firstSeen: at}
 			t.cw[id] = c
 		}
 	} else {
 		id := tupleID{sk.NetNS, sk.Local, sk.Remote}
 		c = t.cwTuple[id]
-		if c == nil || c.Process != key {
-			c = &CloseWaitSocket{Process: key, Local: sk.Local, Remote: sk.Remote, FirstSeen: at}
+		if c == nil || c.proc.key != ps.key {
+			c = &cwSocket{proc: ps, local: sk.Local, remote: sk.Remote, firstSeen: at}
 			t.cwTuple[id] = c
 		}
 	}
-	c.LastSeen, c.gen = at, t.gen
+	c.proc = ps // the key's current state (trim may have made a new one)
+	c.lastSeen, c.gen = at, t.gen
 	if sk.State == netstat.Close {
 		// Reset and held: the same socket, its CLOSE_WAIT age frozen at
 		// what the samples said, its remote the one it had (or none).
-		if !c.Held {
-			c.Held, c.HeldSince = true, at
+		if !c.held {
+			c.held, c.heldSince = true, at
 		}
-		if !c.Remote.IsValid() {
-			c.Remote, c.Local = sk.Remote, sk.Local
+		if !c.remote.IsValid() {
+			c.remote, c.local = sk.Remote, sk.Local
 		}
 		return
 	}
-	c.RecvQ, c.Age, c.HasAge = sk.RecvQ, sk.Age, sk.HasAge
-	if sk.IdleMS > 0 && c.IdleAtFIN == 0 {
-		c.IdleAtFIN = time.Duration(sk.IdleMS) * time.Millisecond
+	c.recvQ, c.age, c.hasAge = sk.RecvQ, sk.Age, sk.HasAge
+	if sk.IdleMS > 0 && c.idleAtFIN == 0 {
+		c.idleAtFIN = time.Duration(sk.IdleMS) * time.Millisecond
 	}
 	if sk.HasAge {
-		if fin := at.Add(-sk.Age); c.FINAt.IsZero() || fin.Before(c.FINAt) {
-			c.FINAt = fin
+		if fin := at - int64(sk.Age); c.finAt == 0 || fin < c.finAt {
+			c.finAt = fin
 		}
-		if early := at.Add(-sk.AgeMax()); c.FINEarliest.IsZero() || early.After(c.FINEarliest) {
-			c.FINEarliest = early
+		if early := at - int64(sk.AgeMax()); c.finEarliest == 0 || early > c.finEarliest {
+			c.finEarliest = early
 		}
-		if c.FINEarliest.After(c.FINAt) {
-			c.FINEarliest = c.FINAt // samples that disagree (a reused inode): trust the latest
+		if c.finEarliest > c.finAt {
+			c.finEarliest = c.finAt // samples that disagree (a reused inode): trust the latest
 		}
 	}
 }
 
-func (t *Tracker) closedOne(c *CloseWaitSocket) {
-	if ps := t.procs[c.Process]; ps != nil {
+func (t *Tracker) closedOne(c *cwSocket) {
+	if ps := t.procs[c.proc.key]; ps != nil {
 		ps.closed++
 	}
 }
@@ -390,35 +427,28 @@ func (t *Tracker) trim() {
 	t.times = slices.Delete(t.times, 0, drop)
 	t.base += drop
 	for key, ps := range t.procs {
-		ps.counts, ps.first = trimCounts(ps.counts, ps.first, t.base)
-		if allZero(ps.counts) {
+		ps.first = trimCounts(&ps.counts, ps.first, t.base)
+		if ps.counts.allZero() {
 			delete(t.procs, key)
 			continue
 		}
 		for rk, rs := range ps.remotes {
-			rs.counts, rs.first = trimCounts(rs.counts, rs.first, t.base)
-			if allZero(rs.counts) {
+			rs.first = trimCounts(&rs.counts, rs.first, t.base)
+			if rs.counts.allZero() {
 				delete(ps.remotes, rk)
 			}
 		}
 	}
 }
 
-func trimCounts(c []Counts, first, base int) ([]Counts, int) {
+// trimCounts drops the samples of c (from absolute sample first) before
+// base, and returns where c now starts.
+func trimCounts(c *series, first, base int) int {
 	if first >= base {
-		return c, first
+		return first
 	}
-	n := min(base-first, len(c))
-	return slices.Delete(c, 0, n), base
-}
-
-func allZero(c []Counts) bool {
-	for i := range c {
-		if c[i] != (Counts{}) {
-			return false
-		}
-	}
-	return true
+	c.dropFront(min(base-first, c.len()))
+	return base
 }
 
 // Analysis computes trends, verdicts and findings over the current window,
@@ -451,12 +481,13 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		a.Unseen = &u
 	}
 	live := make(map[ProcessKey][]CloseWaitSocket)
-	oldest := make(map[ProcessKey]*CloseWaitSocket)
-	add := func(c *CloseWaitSocket) {
+	oldest := make(map[ProcessKey]CloseWaitSocket)
+	add := func(c *cwSocket) {
+		x := c.export(t.loc)
 		if full {
-			live[c.Process] = append(live[c.Process], *c)
-		} else if o := oldest[c.Process]; o == nil || olderCW(c, o) {
-			oldest[c.Process] = c
+			live[x.Process] = append(live[x.Process], x)
+		} else if o, ok := oldest[x.Process]; !ok || olderCW(&x, &o) {
+			oldest[x.Process] = x
 		}
 	}
 	for _, c := range t.cw {
@@ -466,7 +497,7 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		add(c)
 	}
 	for k, c := range oldest {
-		live[k] = []CloseWaitSocket{*c}
+		live[k] = []CloseWaitSocket{c}
 	}
 	for key, ps := range t.procs {
 		p := ProcessSeries{
@@ -476,7 +507,7 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		p.Process.PID = key.PID
 		p.Client = t.client(ps)
 		if full {
-			p.Points = t.points(ps.counts, ps.first)
+			p.Points = t.points(&ps.counts, ps.first)
 		}
 		if j := ps.first - t.base; j >= 0 && j < len(t.times) {
 			p.FirstSeen = t.times[j]
@@ -486,23 +517,19 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		if ps.firstSeen.After(p.FirstSeen) {
 			p.FirstSeen = ps.firstSeen
 		}
-		if n := len(ps.counts); n > 0 {
-			p.Last = ps.counts[n-1]
-		}
-		p.CloseWait = stepOf(t.fit(ps.counts, ps.first, Counts.Leaked, time.Time{}, t.opts), t.window(ps.counts, ps.first, time.Time{}))
-		p.CloseWaitRecent = t.fitRecent(ps.counts, ps.first, a.End)
+		p.Last = ps.counts.lastCounts()
+		p.CloseWait = stepOf(t.fit(&ps.counts, ps.first, Counts.Leaked, time.Time{}, t.opts), t.window(&ps.counts, ps.first, time.Time{}))
+		p.CloseWaitRecent = t.fitRecent(&ps.counts, ps.first, a.End)
 		if p.CloseWait.Verdict == Step && p.CloseWaitRecent.Verdict == Growing {
 			p.CloseWaitRecent.Verdict = Step // the same rise, seen through the recent part of the window
 		}
-		p.Established = t.fit(ps.counts, ps.first, established, time.Time{}, t.opts)
+		p.Established = t.fit(&ps.counts, ps.first, established, time.Time{}, t.opts)
 		for rk, rs := range ps.remotes {
 			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
-			if n := len(rs.counts); n > 0 {
-				r.Last = rs.counts[n-1]
-			}
+			r.Last = rs.counts.lastCounts()
 			if full {
-				r.Points = t.points(rs.counts, rs.first)
-				r.CloseWait = t.fit(rs.counts, rs.first, Counts.Leaked, time.Time{}, t.opts)
+				r.Points = t.points(&rs.counts, rs.first)
+				r.CloseWait = t.fit(&rs.counts, rs.first, Counts.Leaked, time.Time{}, t.opts)
 			}
 			p.Remotes = append(p.Remotes, r)
 		}
@@ -569,21 +596,22 @@ func olderCW(x, y *CloseWaitSocket) bool {
 }
 
 // points pairs counts (starting at absolute sample first) with their times.
-func (t *Tracker) points(c []Counts, first int) []Point {
+func (t *Tracker) points(c *series, first int) []Point {
 	off := first - t.base
-	out := make([]Point, 0, len(c))
-	for i := range c {
+	out := make([]Point, 0, c.len())
+	c.each(func(i int, x Counts) bool {
 		if j := off + i; j >= 0 && j < len(t.times) {
-			out = append(out, Point{Time: t.times[j], Counts: c[i]})
+			out = append(out, Point{Time: t.times[j], Counts: x})
 		}
-	}
+		return true
+	})
 	return out
 }
 
 // fitRecent fits CLOSE_WAIT over the trailing Options.Recent. The recent
 // window needs only half its length covered (MinDuration capped at Recent/2),
 // or a short Recent could never give a verdict.
-func (t *Tracker) fitRecent(c []Counts, first int, end time.Time) Trend {
+func (t *Tracker) fitRecent(c *series, first int, end time.Time) Trend {
 	o := t.opts
 	o.MinDuration = min(o.MinDuration, o.Recent/2)
 	return t.fit(c, first, Counts.Leaked, end.Add(-o.Recent), o)
@@ -591,16 +619,15 @@ func (t *Tracker) fitRecent(c []Counts, first int, end time.Time) Trend {
 
 // window returns the counts (from absolute sample first) at or after from
 // that are still in the tracker's window.
-func (t *Tracker) window(c []Counts, first int, from time.Time) []Counts {
+func (t *Tracker) window(c *series, first int, from time.Time) []Counts {
 	off := first - t.base
 	var out []Counts
-	for i := range c {
-		j := off + i
-		if j < 0 || j >= len(t.times) || t.times[j].Before(from) {
-			continue
+	c.each(func(i int, x Counts) bool {
+		if j := off + i; j >= 0 && j < len(t.times) && !t.times[j].Before(from) {
+			out = append(out, x)
 		}
-		out = append(out, c[i])
-	}
+		return true
+	})
 	return out
 }
 
@@ -657,18 +684,17 @@ func established(c Counts) int { return c.Get(netstat.Established) }
 
 // fit fits the counts value takes of each sample (from absolute sample
 // first) at or after from.
-func (t *Tracker) fit(c []Counts, first int, value func(Counts) int, from time.Time, o Options) Trend {
+func (t *Tracker) fit(c *series, first int, value func(Counts) int, from time.Time, o Options) Trend {
 	off := first - t.base
-	times := make([]time.Time, 0, len(c))
-	counts := make([]int, 0, len(c))
-	for i := range c {
-		j := off + i
-		if j < 0 || j >= len(t.times) || t.times[j].Before(from) {
-			continue
+	times := make([]time.Time, 0, c.len())
+	counts := make([]int, 0, c.len())
+	c.each(func(i int, x Counts) bool {
+		if j := off + i; j >= 0 && j < len(t.times) && !t.times[j].Before(from) {
+			times = append(times, t.times[j])
+			counts = append(counts, value(x))
 		}
-		times = append(times, t.times[j])
-		counts = append(counts, value(c[i]))
-	}
+		return true
+	})
 	return Fit(times, counts, o)
 }
 

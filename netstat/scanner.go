@@ -65,8 +65,10 @@ type Scanner struct {
 	// first and, when no socket entered or left a state the query asks
 	// for since the count read before the last dump, serves that dump
 	// again instead of a new one (see gate), for at most RefreshEvery.
-	// The snapshots Scan returns must then not be modified: the next scan
-	// may serve a copy of the last one.
+	// The snapshots Scan returns must then not be modified, and hold
+	// until the next Scan only: a served snapshot shares its sockets with
+	// the last one, whose ages it advances in place (kdiag watch is done
+	// with each snapshot before it scans again).
 	Changes StateChanges
 	// RefreshEvery is how long a scan gated by Changes may serve the last
 	// dump; 0 means DefaultRefreshEvery.
@@ -205,18 +207,25 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if wantClose {
 		tables = &tableIndex{}
 	}
-	// A one-shot scan with CLOSE has its attribution walk read every fd
-	// and keep the sockets it was not asked for: heldClosed needs no walk
-	// of its own for the processes read whole. (A repeated scan's
-	// attribution mostly verifies its cache and walks little.)
-	s.attr.CollectOthers = wantClose && s.NoCache
+	// A scan with CLOSE that reads every fd (a one-shot scan, or one that
+	// passed over the socket fds) keeps the sockets it was not asked for:
+	// heldClosed needs no walk of its own for the processes read whole.
+	// (Another repeated scan's attribution mostly verifies its cache and
+	// walks little.)
+	s.attr.CollectOthers = wantClose && (s.NoCache || pre != nil)
 	s.attr.ResetOthers()
 	if pre != nil {
 		table, err := pre.wait()
 		s.phase("fds passed")
-		s.Close() // a one-shot scan's: nothing passes again
+		if s.NoCache {
+			s.Close() // a one-shot scan's: nothing passes again
+		}
 		if err != nil && s.FDs == FDsIterator {
 			return nil, err
+		}
+		if err != nil && !s.NoCache {
+			// Attribution walks /proc, and keeps what it finds, after all.
+			s.attr.NoCache = false
 		}
 		if err == nil {
 			s.attr.table = table
@@ -259,10 +268,20 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 // result is then the Attributor's table); for a repeated scan, the
 // iterator itself, for the passes the Attributor makes when it must walk.
 // nil and no error: /proc/<pid>/fd, as before the iterator.
+//
+// A repeated scan of a query with CLOSE reads every socket fd every scan
+// anyway (heldClosed), so it too passes beside the dump and attributes from
+// that pass alone, keeping no holders between scans: one pass a scan
+// instead of a pass for the held sockets and readlinks to verify the cached
+// holders, and no cache (80,000 socket fds: 5 MB).
 func (s *Scanner) fdSource(ctx context.Context, sel selection, wantClose bool) (*prefetch, error) {
 	s.attr.fds = nil
-	if s.NoCache {
-		return s.startPrefetch(ctx, sel.groups, sel.cand, !sel.restricted, wantClose)
+	if s.NoCache || (wantClose && s.mayIterate(true)) {
+		pre, err := s.startPrefetch(ctx, sel.groups, sel.cand, !sel.restricted, wantClose)
+		if pre != nil && !s.NoCache {
+			s.attr.NoCache, s.attr.cache = true, nil
+		}
+		return pre, err
 	}
 	it, err := s.openIterator(wantClose)
 	if err != nil {

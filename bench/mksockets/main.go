@@ -22,6 +22,14 @@
 // listener takes at most -per-listener connections so the ephemeral ports
 // (32768-60999 per destination) never run out.
 //
+// With -churn R it also starts a "churner" process that opens R connections
+// a second to a listener of its own (-churn-addr, port 9999 by default: not
+// a Kafka port, so that a watch of --port 9092 is not woken by it) and
+// closes each after -churn-life; its listener half-closes every other
+// connection it accepts, so half of them pass through CLOSE_WAIT, and
+// closes its end once the client has. That is the connection churn of a
+// busy host, for bench/soak.sh and the events benchmarks.
+//
 // It prints one line "READY closewait=N established=M pids=..." when every
 // socket is in place.
 package main
@@ -53,7 +61,10 @@ func main() {
 		perProc     = flag.Int("per-proc", 10000, "descriptors per process at most")
 		perListener = flag.Int("per-listener", 10000, "connections per listener at most")
 		lifetime    = flag.Duration("lifetime", 10*time.Minute, "exit after this long whatever happens")
-		role        = flag.String("role", "", "internal: closer, holder or client")
+		churn       = flag.Int("churn", 0, "connections a second a churner process opens and closes (0: none)")
+		churnLife   = flag.Duration("churn-life", 5*time.Second, "how long each churned connection lives")
+		churnAddr   = flag.String("churn-addr", "127.0.0.250:9999", "the churner's listen address")
+		role        = flag.String("role", "", "internal: closer, holder, client or churner")
 		addrs       = flag.String("addrs", "", "internal: listen or connect addresses, comma list")
 		count       = flag.Int("n", 0, "internal: connections per address (client)")
 	)
@@ -62,7 +73,9 @@ func main() {
 	var err error
 	switch *role {
 	case "":
-		err = parent(*closeWait, *established, *perProc, *perListener, *lifetime)
+		err = parent(*closeWait, *established, *perProc, *perListener, *lifetime, *churn, *churnLife, *churnAddr)
+	case "churner":
+		err = churner(*addrs, *count, *churnLife, *lifetime)
 	case "closer", "holder":
 		err = server(*role, strings.Split(*addrs, ","), *lifetime)
 	case "client":
@@ -143,7 +156,7 @@ func split(n, size int) []int {
 	return out
 }
 
-func parent(closeWait, established, perProc, perListener int, lifetime time.Duration) error {
+func parent(closeWait, established, perProc, perListener int, lifetime time.Duration, churn int, churnLife time.Duration, churnAddr string) error {
 	var children []*child
 	defer func() {
 		for _, c := range children {
@@ -226,6 +239,16 @@ func parent(closeWait, established, perProc, perListener int, lifetime time.Dura
 		if err := c.wait(readyWait); err != nil {
 			return err
 		}
+	}
+	if churn > 0 {
+		c, err := spawn("-role", "churner", "-addrs", churnAddr, "-n", strconv.Itoa(churn), "-churn-life", churnLife.String())
+		if err != nil {
+			return err
+		}
+		if err := c.wait(readyWait); err != nil {
+			return err
+		}
+		pids = append(pids, strconv.Itoa(c.cmd.Process.Pid))
 	}
 	fmt.Printf("READY closewait=%d established=%d pids=%s\n", closeWait, conns*2, strings.Join(pids, ","))
 	holdUntilDone(lifetime)
@@ -352,4 +375,65 @@ func tcpState(c *net.TCPConn) (int, error) {
 		}
 	})
 	return st, errors.Join(err, gerr)
+}
+
+// churner listens on addr and, rate times a second, connects to itself and
+// closes each connection life later. Its listener half-closes every other
+// connection it accepts (the client's end then sits in CLOSE_WAIT until it
+// closes), reads each to EOF and closes it: nothing is left behind.
+func churner(addr string, rate int, life, lifetime time.Duration) error {
+	ln, err := noKeepAliveListen.Listen(context.Background(), "tcp4", addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go func() {
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if n%2 == 0 {
+					c.(*net.TCPConn).CloseWrite()
+				}
+				var b [64]byte
+				for {
+					if _, err := c.Read(b[:]); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	type live struct {
+		c    net.Conn
+		dies time.Time
+	}
+	var open []live
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	end := time.After(lifetime)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	fmt.Println("ready")
+	for {
+		select {
+		case <-sig:
+			return nil
+		case <-end:
+			return nil
+		case now := <-tick.C:
+			for len(open) > 0 && now.After(open[0].dies) {
+				open[0].c.Close()
+				open = open[1:]
+			}
+			c, err := noKeepAliveDial.Dial("tcp4", addr)
+			if err != nil {
+				continue // a refused or slow connect is churn too
+			}
+			open = append(open, live{c, now.Add(life)})
+		}
+	}
 }

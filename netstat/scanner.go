@@ -243,6 +243,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	}
 	s.recordAges(snap, infoScan)
 	s.applyTransitions(snap, &n)
+	s.dropClosed(snap, sel, source, &n)
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
 	s.restrict(snap, sel)
 	s.phase("held, ages, unseen")
@@ -456,6 +457,58 @@ func (s *Scanner) recordAges(snap *Snapshot, infoScan bool) {
 	if infoScan {
 		s.ages.record(snap.Sockets, snap.Time, ageStates)
 	}
+}
+
+// maxRecheck bounds the unattributed sockets dropClosed looks up: more is
+// not churn but a blind spot (fds kdiag may not read), which unseen says.
+const maxRecheck = 64
+
+// dropClosed takes out of snap the unattributed sockets of the scanner's
+// own network namespace that were closed while the scan ran: on a host
+// whose connections churn, a socket the dump listed may be closed before
+// attribution reads its holder's fds, and left in it would read as a
+// socket kdiag could not see (Snapshot.Unseen: kdiag watch and doctor then
+// exit 3). Each is looked up again by its addresses (one netlink request);
+// one gone, or an orphan since (no inode), is dropped, with a note.
+func (s *Scanner) dropClosed(snap *Snapshot, sel selection, source string, n *notes) {
+	if source == SourceProc || s.ProcRoot != "/proc" || len(sel.groups) == 0 || !sel.groups[0].host {
+		return
+	}
+	host := sel.groups[0].ino
+	var cands []*Socket
+	for i := range snap.Sockets {
+		x := &snap.Sockets[i]
+		if x.PID == 0 && x.Inode != 0 && x.State != Close && (x.NetNS == host || x.NetNS == 0) {
+			if len(cands) == maxRecheck {
+				return
+			}
+			cands = append(cands, x)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	alive, err := lookupSockets(cands)
+	if err != nil {
+		return
+	}
+	gone := map[*Socket]bool{}
+	for i, ok := range alive {
+		if !ok {
+			gone[cands[i]] = true
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	kept := snap.Sockets[:0]
+	for i := range snap.Sockets {
+		if !gone[&snap.Sockets[i]] {
+			kept = append(kept, snap.Sockets[i])
+		}
+	}
+	snap.Sockets = kept
+	n.add("%s closed while the scan ran: left out", cmdPlural(len(gone), "socket", "sockets"))
 }
 
 // restrict keeps, with --pid or --process, only the selected processes'

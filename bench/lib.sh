@@ -2,7 +2,8 @@
 #
 #   hold_sockets MKSOCKETS DIR N M LIFETIME
 #
-# starts bench/mksockets holding N CLOSE_WAIT and M ESTABLISHED sockets, sets
+# starts bench/mksockets holding N CLOSE_WAIT and M ESTABLISHED sockets
+# (and, with CHURN set, churning that many connections a second), sets
 # $holder to its pid, waits (at most 3 minutes) until it prints READY, and
 # echoes that line to stderr. stop_holder stops it; call it from the
 # caller's EXIT trap. mksockets stops by itself after LIFETIME anyway.
@@ -11,7 +12,7 @@ holder=""
 
 hold_sockets() {
   local bin=$1 dir=$2 n=$3 m=$4 lifetime=$5
-  "$bin" -closewait "$n" -established "$m" -lifetime "$lifetime" >"$dir/ready" &
+  "$bin" -closewait "$n" -established "$m" -lifetime "$lifetime" ${CHURN:+-churn "$CHURN"} >"$dir/ready" &
   holder=$!
   for _ in $(seq 1 900); do
     grep -q READY "$dir/ready" 2>/dev/null && break

@@ -170,8 +170,13 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	}
 	snap := &Snapshot{Time: s.now(), Sockets: []Socket{}, Processes: []Process{}}
 	changes, gated := s.changes(q)
-	if gated && s.gate.fresh(q, changes, snap.Time, cmp.Or(s.RefreshEvery, DefaultRefreshEvery)) {
+	refresh := cmp.Or(s.RefreshEvery, DefaultRefreshEvery)
+	if gated && s.gate.fresh(q, changes, snap.Time, refresh) {
+		s.gate.woken = 0
 		return s.gate.carry(snap.Time), nil
+	}
+	if gated {
+		s.gate.note(q, changes, snap.Time, refresh)
 	}
 	var n notes
 	sel, err := s.selectProcesses(q, &n)
@@ -257,7 +262,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.dumps++
 	snap.Dump = s.dumps
 	if gated {
-		s.gate = scanGate{last: snap, dumped: snap.Time, q: q, changes: changes}
+		s.gate.dumpedAt(snap, q, changes)
 	}
 	return snap, nil
 }

@@ -164,14 +164,17 @@ func TestPhasesWithEvents(t *testing.T) {
 
 // TestPhasesWithEventsOnPort watches only the sockets to the leaker's
 // listener (--port), so that the counter counts only their changes: the
-// scans of the hold phase, and only those, serve the last dump.
+// scans of the hold phase, and only those, serve the last dump, but for
+// its first: the grow phase moved the count at every one of its scans, so
+// the gate kept no dump to serve (netstat's wokenDrop) until a scan found
+// the count still.
 func TestPhasesWithEventsOnPort(t *testing.T) {
 	served := phases(t, func(l *leaker) *WatchOptions {
 		ap := netip.MustParseAddrPort(l.closeAddr)
 		return &WatchOptions{Events: "on", Refresh: time.Minute, Query: netstat.Query{RemotePorts: []uint16{ap.Port()}}}
 	})
-	if served != phaseSteps {
-		t.Errorf("%d scans served the last dump, want the hold phase's %d", served, phaseSteps)
+	if served != phaseSteps-1 {
+		t.Errorf("%d scans served the last dump, want the hold phase's %d but its first", served, phaseSteps-1)
 	}
 }
 

@@ -479,13 +479,13 @@ func TestOpenEventsModes(t *testing.T) {
 		mode, root string
 		q          netstat.Query
 	}{{"off", "/proc", cw}, {"auto", "testdata/proc", cw}, {"off", "testdata/proc", cw}, {"auto", "/proc", netstat.Query{}}} {
-		c, err := openEvents(tc.mode, tc.root, tc.q)
+		c, err := openEvents(tc.mode, tc.root, tc.q, 0)
 		if c != nil || err != nil {
 			t.Errorf("openEvents(%q, %q) = %v, %v; want no counter and no error", tc.mode, tc.root, c, err)
 		}
 	}
 	// on over a fixture tree still tries: the user asked for it.
-	if c, err := openEvents("on", "testdata/proc", netstat.Query{States: cw.States, RemotePorts: []uint16{9092}}); c != nil {
+	if c, err := openEvents("on", "testdata/proc", netstat.Query{States: cw.States, RemotePorts: []uint16{9092}}, 0); c != nil {
 		c.Close()
 	} else if !errors.Is(err, events.ErrUnavailable) {
 		t.Errorf("openEvents(on) failed with %v, want an error wrapping ErrUnavailable", err)

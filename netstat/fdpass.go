@@ -199,8 +199,15 @@ func (a *Attributor) pass(r *attrRun, pids []int) ([]attrResult, bool) {
 		res[int32(p)] = &out[i]
 	}
 	ended := true
+	var (
+		lastPID int32 = -1
+		x       *attrResult
+	)
 	each := func(f sockfd.FD) bool {
-		x := res[f.PID]
+		if f.PID != lastPID {
+			// A pass lists a process's fds together: one lookup a process.
+			lastPID, x = f.PID, res[f.PID]
+		}
 		if x == nil {
 			return true
 		}

@@ -217,28 +217,50 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	// walks little.)
 	s.attr.CollectOthers = wantClose && (s.NoCache || pre != nil)
 	s.attr.ResetOthers()
+	var tableDone *fdTable
+	var attributing func([]Socket) error
+	waited := false
 	if pre != nil {
-		table, err := pre.wait()
-		s.phase("fds passed")
-		if s.NoCache {
-			s.Close() // a one-shot scan's: nothing passes again
-		}
-		if err != nil && s.FDs == FDsIterator {
-			return nil, err
-		}
-		if err != nil && !s.NoCache {
-			// Attribution walks /proc, and keeps what it finds, after all.
-			s.attr.NoCache = false
-		}
-		if err == nil {
-			s.attr.table = table
-			defer func() {
-				s.attr.table = nil
-				table.release()
-			}()
+		defer func() {
+			if !waited { // collect failed before attributing: end the pass
+				if table, err := pre.wait(); err == nil {
+					table.release()
+				}
+				if s.NoCache {
+					s.Close()
+				}
+			}
+		}()
+		attributing = func(kept []Socket) error {
+			waited = true
+			s.phase("joined")
+			pre.find(kept)
+			table, err := pre.wait()
+			s.phase("fds passed")
+			if s.NoCache {
+				s.Close() // a one-shot scan's: nothing passes again
+			}
+			if err != nil && s.FDs == FDsIterator {
+				return err
+			}
+			if err != nil && !s.NoCache {
+				// Attribution walks /proc, and keeps what it finds, after all.
+				s.attr.NoCache = false
+			}
+			if err == nil {
+				s.attr.table = table
+				tableDone = table
+			}
+			return nil
 		}
 	}
-	stats, err := s.collect(ctx, snap, dumps, q, infoScan, tables, &n)
+	defer func() {
+		if tableDone != nil {
+			s.attr.table = nil
+			tableDone.release()
+		}
+	}()
+	stats, err := s.collect(ctx, snap, dumps, q, infoScan, tables, attributing, &n)
 	if err != nil {
 		return nil, err
 	}
@@ -375,8 +397,9 @@ func (s *Scanner) ageRequest(states StateSet, now time.Time) (info StateSet, inf
 // only when there are several. It fails only when the host's dump failed.
 //
 // With tables, it also notes every dumped socket there before the filter:
-// what heldClosed needs to know which fds are in a kernel table.
-func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q Query, infoScan bool, tables *tableIndex, n *notes) ([]AttributeStats, error) {
+// what heldClosed needs to know which fds are in a kernel table. attributing,
+// when set, is called with the sockets kept, before they are attributed.
+func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q Query, infoScan bool, tables *tableIndex, attributing func([]Socket) error, n *notes) ([]AttributeStats, error) {
 	total, full := 0, 0 // sockets dumped (a bound on those kept); dumps with any
 	spilled := false
 	for _, d := range dumps {
@@ -390,7 +413,14 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 	if join {
 		snap.Sockets = make([]Socket, 0, total)
 	}
-	var stats []AttributeStats
+	// Joined and filtered first, attributed after: a one-shot scan's pass
+	// over the socket fds may still be running, and is told what to find
+	// (attributing), so that it can stop once it has.
+	type nsRange struct {
+		g          nsGroup
+		start, end int
+	}
+	var ranges []nsRange
 	sources := map[string]bool{}
 	for _, d := range dumps {
 		g := d.group
@@ -429,13 +459,25 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 		if !s.NoCache && !infoScan {
 			s.ages.carry(kept, snap.Time, ageStates)
 		}
-		stats = append(stats, s.attr.AttributeSockets(ctx, g.pids, kept))
 		switch {
 		case join:
 			snap.Sockets = snap.Sockets[:start+len(kept)] // the next namespace's go right after
 		case len(kept) > 0:
 			snap.Sockets = kept // the only namespace with sockets: no copy
+			start = 0
+		default:
+			start = len(snap.Sockets)
 		}
+		ranges = append(ranges, nsRange{g, start, start + len(kept)})
+	}
+	if attributing != nil {
+		if err := attributing(snap.Sockets); err != nil {
+			return nil, err
+		}
+	}
+	stats := make([]AttributeStats, 0, len(ranges))
+	for _, r := range ranges {
+		stats = append(stats, s.attr.AttributeSockets(ctx, r.g.pids, snap.Sockets[r.start:r.end]))
 	}
 	snap.Source = SourceNetlink
 	if sources[SourceProc] && !sources[SourceNetlink] {

@@ -147,12 +147,23 @@ func (w *wantSet) saw(ino uint64) bool {
 // (a query with CLOSE) always passes: 21 against 26 ms at 2,000 sockets.
 const prefetchFrom = 5000
 
+// restrictedFrom is the number of processes a --pid or --process scan
+// reads from which it passes over every socket fd rather than walking
+// theirs (auto): a few processes' fds cost less to read than every
+// process's.
+const restrictedFrom = 8
+
 // startPrefetch opens the iterator and starts a pass that keeps the fds
 // of pids (every process when all), or returns nil when the scan reads
 // /proc instead: FDs says so, or auto finds the iterator unavailable, or
 // the scan is small and reads only some fds (see prefetchFrom). An error is
 // one of FDsIterator's.
 func (s *Scanner) startPrefetch(ctx context.Context, groups []nsGroup, pids []int, all, proto bool) (*prefetch, error) {
+	if (s.FDs == "" || s.FDs == FDsAuto) && !all && len(pids) <= restrictedFrom {
+		// --pid or --process chose a few processes: a walk of their fds
+		// reads only theirs, the pass every process's.
+		return nil, nil
+	}
 	if (s.FDs == "" || s.FDs == FDsAuto) && !proto {
 		n := 0
 		for _, g := range groups {

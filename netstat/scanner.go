@@ -309,6 +309,9 @@ func (s *Scanner) fdSource(ctx context.Context, sel selection, wantClose bool) (
 		}
 		return pre, err
 	}
+	if (s.FDs == "" || s.FDs == FDsAuto) && sel.restricted && len(sel.cand) <= restrictedFrom {
+		return nil, nil // a few processes: walking theirs costs less
+	}
 	it, err := s.openIterator(wantClose)
 	if err != nil {
 		return nil, err

@@ -220,12 +220,15 @@ func TestCloseWaitAgeWithKeepalive(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		snap, err := s.Scan(context.Background(), q)
+		end := time.Now()
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := snap.Time
-		minAge, maxAge := at.Sub(after), at.Sub(before) // the true age lies between
-		const tick = 20 * time.Millisecond              // tcp_info's ms and jiffies rounding
+		// The kernel reads its clock for tcp_info during the dump, some time
+		// after snap.Time (the scan's start) and before end: the true age
+		// then lies between these.
+		minAge, maxAge := snap.Time.Sub(after), end.Sub(before)
+		const tick = 20 * time.Millisecond // tcp_info's ms and jiffies rounding
 		bounded := 0
 		for _, x := range snap.Sockets {
 			if !x.HasAge {

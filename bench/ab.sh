@@ -28,7 +28,8 @@ RUNS=${RUNS:-7}
 OLD=${OLD:-HEAD}
 NEW=${NEW:-}
 LIFETIME=${LIFETIME:-15m}
-export N M RUNS LIFETIME
+CHURN=${CHURN:-}
+export N M RUNS LIFETIME CHURN
 
 if [ -z "${KDIAG_BENCH_INNER:-}" ]; then
   tmp=$(mktemp -d)
@@ -59,8 +60,8 @@ fi
 trap stop_holder EXIT INT TERM
 ip link set lo up 2>/dev/null || true
 raise_nofile
-if [ "$N" != 0 ] || [ "$M" != 0 ]; then
-  echo "== holding $N CLOSE_WAIT and $M ESTABLISHED sockets" >&2
+if [ "$N" != 0 ] || [ "$M" != 0 ] || [ -n "${CHURN:-}" ]; then
+  echo "== holding $N CLOSE_WAIT and $M ESTABLISHED sockets${CHURN:+, churning $CHURN connections/s}" >&2
   hold_sockets "$BIN/mksockets" "$BIN" "$N" "$M" "$LIFETIME"
 fi
 cmds=()

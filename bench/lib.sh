@@ -2,8 +2,10 @@
 #
 #   hold_sockets MKSOCKETS DIR N M LIFETIME
 #
-# starts bench/mksockets holding N CLOSE_WAIT and M ESTABLISHED sockets, sets
-# $holder to its pid, waits (at most 3 minutes) until it prints READY, and
+# starts bench/mksockets holding N CLOSE_WAIT and M ESTABLISHED sockets
+# (and, with CHURN set, churning that many connections a second), sets
+# $holder to its pid, waits (at most READY_WAIT seconds, 180 by default)
+# until it prints READY, and
 # echoes that line to stderr. stop_holder stops it; call it from the
 # caller's EXIT trap. mksockets stops by itself after LIFETIME anyway.
 
@@ -11,14 +13,14 @@ holder=""
 
 hold_sockets() {
   local bin=$1 dir=$2 n=$3 m=$4 lifetime=$5
-  "$bin" -closewait "$n" -established "$m" -lifetime "$lifetime" >"$dir/ready" &
+  "$bin" -closewait "$n" -established "$m" -lifetime "$lifetime" ${CHURN:+-churn "$CHURN"} >"$dir/ready" &
   holder=$!
-  for _ in $(seq 1 900); do
+  for _ in $(seq 1 "$((${READY_WAIT:-180} * 5))"); do
     grep -q READY "$dir/ready" 2>/dev/null && break
     kill -0 "$holder" 2>/dev/null || { echo "$0: mksockets failed" >&2; return 1; }
     sleep 0.2
   done
-  grep READY "$dir/ready" >&2 || { echo "$0: mksockets not ready after 3 minutes" >&2; return 1; }
+  grep READY "$dir/ready" >&2 || { echo "$0: mksockets not ready after ${READY_WAIT:-180} s" >&2; return 1; }
 }
 
 stop_holder() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 
 	"github.com/kdiag/kdiag/netstat/sockfd"
 )
@@ -90,6 +91,49 @@ type prefetch struct {
 	done  chan struct{}
 	table *fdTable
 	err   error
+	// wanted, once find has set it, is what the pass may stop at: the
+	// inodes the dump listed and the query kept (see find).
+	wanted atomic.Pointer[wantSet]
+	// proto: the pass reads every fd (a query with CLOSE) and never stops.
+	proto bool
+}
+
+// wantSet is the inodes a pass looks for, each marked once seen, and how
+// many are still unseen. The pass's goroutine owns it once find has
+// handed it over.
+type wantSet struct {
+	seen    map[uint64]bool
+	missing int
+}
+
+// find tells the pass the sockets attribution will look up: once it has
+// listed a holder of each, it stops, as a walk of /proc stops once nothing
+// is missing. The dump ends before the pass over every fd does (on 2 cores
+// the two slow each other down), and the processes after the last holder
+// need not be read.
+func (p *prefetch) find(socks []Socket) {
+	if p.proto {
+		return
+	}
+	w := &wantSet{seen: make(map[uint64]bool, len(socks))}
+	for i := range socks {
+		if ino := socks[i].Inode; ino != 0 {
+			if _, dup := w.seen[ino]; !dup {
+				w.seen[ino] = false
+				w.missing++
+			}
+		}
+	}
+	p.wanted.Store(w)
+}
+
+// saw marks ino seen in w, and reports whether nothing is missing now.
+func (w *wantSet) saw(ino uint64) bool {
+	if seen, ok := w.seen[ino]; ok && !seen {
+		w.seen[ino] = true
+		w.missing--
+	}
+	return w.missing == 0
 }
 
 // prefetchFrom is the number of TCP sockets (sockstat's inuse, summed over
@@ -103,12 +147,23 @@ type prefetch struct {
 // (a query with CLOSE) always passes: 21 against 26 ms at 2,000 sockets.
 const prefetchFrom = 5000
 
+// restrictedFrom is the number of processes a --pid or --process scan
+// reads from which it passes over every socket fd rather than walking
+// theirs (auto): a few processes' fds cost less to read than every
+// process's.
+const restrictedFrom = 8
+
 // startPrefetch opens the iterator and starts a pass that keeps the fds
 // of pids (every process when all), or returns nil when the scan reads
 // /proc instead: FDs says so, or auto finds the iterator unavailable, or
 // the scan is small and reads only some fds (see prefetchFrom). An error is
 // one of FDsIterator's.
 func (s *Scanner) startPrefetch(ctx context.Context, groups []nsGroup, pids []int, all, proto bool) (*prefetch, error) {
+	if (s.FDs == "" || s.FDs == FDsAuto) && !all && len(pids) <= restrictedFrom {
+		// --pid or --process chose a few processes: a walk of their fds
+		// reads only theirs, the pass every process's.
+		return nil, nil
+	}
 	if (s.FDs == "" || s.FDs == FDsAuto) && !proto {
 		n := 0
 		for _, g := range groups {
@@ -127,7 +182,7 @@ func (s *Scanner) startPrefetch(ctx context.Context, groups []nsGroup, pids []in
 	}
 	// Opened in the pass's goroutine: parsing the BTF and loading the
 	// program (3.5 ms) then overlap the dump as well.
-	p := &prefetch{done: make(chan struct{}), table: &fdTable{}}
+	p := &prefetch{done: make(chan struct{}), table: &fdTable{}, proto: proto}
 	keep := make(map[int32]bool, len(pids))
 	for _, pid := range pids {
 		keep[int32(pid)] = true
@@ -142,11 +197,27 @@ func (s *Scanner) startPrefetch(ctx context.Context, groups []nsGroup, pids []in
 			p.err = err
 			return
 		}
+		var w *wantSet
 		p.err = it.Each(func(f sockfd.FD) bool {
-			if all || keep[f.PID] {
-				p.table.add(f)
+			if !all && !keep[f.PID] {
+				return ctx.Err() == nil
 			}
-			return ctx.Err() == nil
+			p.table.add(f)
+			if w == nil {
+				if w = p.wanted.Load(); w != nil {
+					// Handed over just now: count what was read before.
+					done := false
+					p.table.each(func(r fdRec) bool {
+						done = w.saw(r.ino)
+						return !done
+					})
+					if done {
+						return false
+					}
+				}
+				return ctx.Err() == nil
+			}
+			return !w.saw(f.Inode) && ctx.Err() == nil
 		})
 		if p.err == nil {
 			p.err = ctx.Err()
@@ -199,8 +270,15 @@ func (a *Attributor) pass(r *attrRun, pids []int) ([]attrResult, bool) {
 		res[int32(p)] = &out[i]
 	}
 	ended := true
+	var (
+		lastPID int32 = -1
+		x       *attrResult
+	)
 	each := func(f sockfd.FD) bool {
-		x := res[f.PID]
+		if f.PID != lastPID {
+			// A pass lists a process's fds together: one lookup a process.
+			lastPID, x = f.PID, res[f.PID]
+		}
 		if x == nil {
 			return true
 		}

@@ -63,12 +63,18 @@ func TestScanGate(t *testing.T) {
 		t.Run(src, func(t *testing.T) {
 			g := newGated(t, src)
 			q := Query{States: States(CloseWait), PIDs: []int{os.Getpid(), f.child.PID}}
-			first := g.scan(t, q)
-			if first.Unchanged {
+			if s := g.scan(t, q); s.Unchanged {
 				t.Fatal("first scan is Unchanged: it has no dump to serve")
 			}
-			if len(g.masks) != 1 || g.masks[0] != States(CloseWait) {
-				t.Errorf("Changes asked for %v, want [%v]", g.masks, States(CloseWait))
+			// The second finds the count still: it dumps (the gate keeps a
+			// dump only once it has seen one), and keeps its dump.
+			g.clock = g.clock.Add(time.Second)
+			first := g.scan(t, q)
+			if first.Unchanged {
+				t.Fatal("second scan is Unchanged: the first dump was not kept")
+			}
+			if len(g.masks) != 2 || g.masks[0] != States(CloseWait) {
+				t.Errorf("Changes asked for %v, want [%v %v]", g.masks, States(CloseWait), States(CloseWait))
 			}
 			open := len(f.closeWait) - i // the sources before closed one each
 			before := closeWaitAges(first)
@@ -77,7 +83,7 @@ func TestScanGate(t *testing.T) {
 			}
 
 			// A socket that goes away while the counter holds is still
-			// served: proof that the second scan did not dump. (The real
+			// served: proof that the next scan did not dump. (The real
 			// counter would have moved: the close is a state change.)
 			gone := f.closeWait[i] // one of this process's, one per source
 			gone.Close()
@@ -170,5 +176,43 @@ func TestScanGateUngatedStates(t *testing.T) {
 	}
 	if g.calls != 0 {
 		t.Errorf("Changes called %d times for queries it cannot gate", g.calls)
+	}
+}
+
+// TestScanGateStopsKeepingWhenWoken: the gate keeps no dump until a scan
+// finds the count still; a counter that moves at every scan (connections
+// churning in the watched states) serves nothing, so after wokenDrop such
+// scans the gate keeps no dump again (the memory of --events off); the
+// first scan that finds the count still dumps, and keeps its dump, and the
+// next is served again.
+func TestScanGateStopsKeepingWhenWoken(t *testing.T) {
+	g := newGated(t, SourceAuto)
+	q := Query{States: States(CloseWait), PIDs: []int{os.Getpid()}}
+	g.scan(t, q)
+	if g.gate.last != nil {
+		t.Error("the first dump is kept before any scan found the count still")
+	}
+	g.clock = g.clock.Add(time.Second)
+	g.scan(t, q) // still: keeps its dump
+	for i := range wokenDrop + 2 {
+		g.count++
+		g.clock = g.clock.Add(time.Second)
+		if s := g.scan(t, q); s.Unchanged {
+			t.Fatalf("woken scan %d served", i)
+		}
+		if keeps := g.gate.last != nil; keeps != (i+1 < wokenDrop) {
+			t.Errorf("after %d woken scans the gate keeps a dump: %v", i+1, keeps)
+		}
+	}
+	g.clock = g.clock.Add(time.Second)
+	if s := g.scan(t, q); s.Unchanged {
+		t.Fatal("served with no dump kept")
+	}
+	if g.gate.last == nil {
+		t.Error("a scan that found the count still did not keep its dump")
+	}
+	g.clock = g.clock.Add(time.Second)
+	if s := g.scan(t, q); !s.Unchanged {
+		t.Error("the scan after a still one dumped")
 	}
 }

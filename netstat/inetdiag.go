@@ -223,3 +223,28 @@ func (e *lineErrors) addMessage(i int, m netlink.Message, reason string) {
 	head := m.Data[:min(len(m.Data), 16)]
 	e.quoted = append(e.quoted, fmt.Sprintf("message %d (type %d, %d bytes): %s: data % x", i, m.Header.Type, len(m.Data), reason, head))
 }
+
+// encodeInetDiagLookup is the request for one socket by its addresses
+// (inet_diag_find_one_icsk: idiag_src and idiag_sport are the local end,
+// idiag_dst and idiag_dport the remote), in any state, its cookie not
+// checked (INET_DIAG_NOCOOKIE).
+func encodeInetDiagLookup(fam Family, local, remote netip.AddrPort) []byte {
+	b := encodeInetDiagReq(fam, AllStates, false)
+	id := b[8:]
+	binary.BigEndian.PutUint16(id[0:], local.Port())
+	binary.BigEndian.PutUint16(id[2:], remote.Port())
+	putAddr := func(dst []byte, a netip.Addr) {
+		if fam == IPv4 {
+			v := a.Unmap().As4()
+			copy(dst, v[:])
+			return
+		}
+		v := a.As16()
+		copy(dst, v[:])
+	}
+	putAddr(id[4:20], local.Addr())
+	putAddr(id[20:36], remote.Addr())
+	binary.NativeEndian.PutUint32(id[40:], ^uint32(0))
+	binary.NativeEndian.PutUint32(id[44:], ^uint32(0))
+	return b
+}

@@ -332,3 +332,34 @@ func inNS(where string) string {
 	}
 	return " in " + where
 }
+
+// lookupSockets asks the kernel of the caller's network namespace for each
+// of socks (one request each, by its addresses) and returns, for each,
+// whether it is still there with the same inode: a socket closed since the
+// dump is gone, or an orphan (inode 0) in LAST_ACK or later.
+func lookupSockets(socks []*Socket) ([]bool, error) {
+	c, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(dumpTimeout)); err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(socks))
+	for i, s := range socks {
+		msgs, err := c.Execute(netlink.Message{
+			Header: netlink.Header{Type: sockDiagByFamily, Flags: netlink.Request},
+			Data:   encodeInetDiagLookup(s.Family, s.Local, s.Remote),
+		})
+		if err != nil {
+			continue // ENOENT: gone
+		}
+		for _, m := range msgs {
+			if got, ok, _ := parseInetDiagMessage(m); ok && got.Inode == s.Inode {
+				out[i] = true
+			}
+		}
+	}
+	return out, nil
+}

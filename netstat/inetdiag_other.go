@@ -29,3 +29,8 @@ func dumpNetlinkHost(states StateSet, o dumpOptions) ([]Socket, error) { return 
 func dumpNetlinkInNetNS(nsPath string, states StateSet, o dumpOptions) ([]Socket, error) {
 	return DumpNetlinkInNetNS(nsPath, states)
 }
+
+// lookupSockets needs netlink, which only Linux has.
+func lookupSockets(socks []*Socket) ([]bool, error) {
+	return nil, fmt.Errorf("netstat: %w: not Linux", ErrNetlinkUnavailable)
+}

@@ -172,8 +172,13 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	}
 	snap := &Snapshot{Time: s.now(), Sockets: []Socket{}, Processes: []Process{}}
 	changes, gated := s.changes(q)
-	if gated && s.gate.fresh(q, changes, snap.Time, cmp.Or(s.RefreshEvery, DefaultRefreshEvery)) {
+	refresh := cmp.Or(s.RefreshEvery, DefaultRefreshEvery)
+	if gated && s.gate.fresh(q, changes, snap.Time, refresh) {
+		s.gate.woken = 0
 		return s.gate.carry(snap.Time), nil
+	}
+	if gated {
+		s.gate.note(q, changes, snap.Time, refresh)
 	}
 	var n notes
 	sel, err := s.selectProcesses(q, &n)
@@ -214,28 +219,50 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	// walks little.)
 	s.attr.CollectOthers = wantClose && (s.NoCache || pre != nil)
 	s.attr.ResetOthers()
+	var tableDone *fdTable
+	var attributing func([]Socket) error
+	waited := false
 	if pre != nil {
-		table, err := pre.wait()
-		s.phase("fds passed")
-		if s.NoCache {
-			s.Close() // a one-shot scan's: nothing passes again
-		}
-		if err != nil && s.FDs == FDsIterator {
-			return nil, err
-		}
-		if err != nil && !s.NoCache {
-			// Attribution walks /proc, and keeps what it finds, after all.
-			s.attr.NoCache = false
-		}
-		if err == nil {
-			s.attr.table = table
-			defer func() {
-				s.attr.table = nil
-				table.release()
-			}()
+		defer func() {
+			if !waited { // collect failed before attributing: end the pass
+				if table, err := pre.wait(); err == nil {
+					table.release()
+				}
+				if s.NoCache {
+					s.Close()
+				}
+			}
+		}()
+		attributing = func(kept []Socket) error {
+			waited = true
+			s.phase("joined")
+			pre.find(kept)
+			table, err := pre.wait()
+			s.phase("fds passed")
+			if s.NoCache {
+				s.Close() // a one-shot scan's: nothing passes again
+			}
+			if err != nil && s.FDs == FDsIterator {
+				return err
+			}
+			if err != nil && !s.NoCache {
+				// Attribution walks /proc, and keeps what it finds, after all.
+				s.attr.NoCache = false
+			}
+			if err == nil {
+				s.attr.table = table
+				tableDone = table
+			}
+			return nil
 		}
 	}
-	stats, err := s.collect(ctx, snap, dumps, q, infoScan, tables, &n)
+	defer func() {
+		if tableDone != nil {
+			s.attr.table = nil
+			tableDone.release()
+		}
+	}()
+	stats, err := s.collect(ctx, snap, dumps, q, infoScan, tables, attributing, &n)
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +272,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	}
 	s.recordAges(snap, infoScan)
 	s.applyTransitions(snap, &n)
+	s.dropClosed(snap, sel, source, &n)
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
 	s.restrict(snap, sel)
 	s.phase("held, ages, unseen")
@@ -258,7 +286,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.dumps++
 	snap.Dump = s.dumps
 	if gated {
-		s.gate = scanGate{last: snap, dumped: snap.Time, q: q, changes: changes}
+		s.gate.dumpedAt(snap, q, changes)
 	}
 	return snap, nil
 }
@@ -282,6 +310,9 @@ func (s *Scanner) fdSource(ctx context.Context, sel selection, wantClose bool) (
 			s.attr.NoCache, s.attr.cache = true, nil
 		}
 		return pre, err
+	}
+	if (s.FDs == "" || s.FDs == FDsAuto) && sel.restricted && len(sel.cand) <= restrictedFrom {
+		return nil, nil // a few processes: walking theirs costs less
 	}
 	it, err := s.openIterator(wantClose)
 	if err != nil {
@@ -371,8 +402,9 @@ func (s *Scanner) ageRequest(states StateSet, now time.Time) (info StateSet, inf
 // only when there are several. It fails only when the host's dump failed.
 //
 // With tables, it also notes every dumped socket there before the filter:
-// what heldClosed needs to know which fds are in a kernel table.
-func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q Query, infoScan bool, tables *tableIndex, n *notes) ([]AttributeStats, error) {
+// what heldClosed needs to know which fds are in a kernel table. attributing,
+// when set, is called with the sockets kept, before they are attributed.
+func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q Query, infoScan bool, tables *tableIndex, attributing func([]Socket) error, n *notes) ([]AttributeStats, error) {
 	total, full := 0, 0 // sockets dumped (a bound on those kept); dumps with any
 	spilled := false
 	for _, d := range dumps {
@@ -386,7 +418,14 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 	if join {
 		snap.Sockets = make([]Socket, 0, total)
 	}
-	var stats []AttributeStats
+	// Joined and filtered first, attributed after: a one-shot scan's pass
+	// over the socket fds may still be running, and is told what to find
+	// (attributing), so that it can stop once it has.
+	type nsRange struct {
+		g          nsGroup
+		start, end int
+	}
+	var ranges []nsRange
 	sources := map[string]bool{}
 	for _, d := range dumps {
 		g := d.group
@@ -425,13 +464,25 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 		if !s.NoCache && !infoScan {
 			s.ages.carry(kept, snap.Time, ageStates)
 		}
-		stats = append(stats, s.attr.AttributeSockets(ctx, g.pids, kept))
 		switch {
 		case join:
 			snap.Sockets = snap.Sockets[:start+len(kept)] // the next namespace's go right after
 		case len(kept) > 0:
 			snap.Sockets = kept // the only namespace with sockets: no copy
+			start = 0
+		default:
+			start = len(snap.Sockets)
 		}
+		ranges = append(ranges, nsRange{g, start, start + len(kept)})
+	}
+	if attributing != nil {
+		if err := attributing(snap.Sockets); err != nil {
+			return nil, err
+		}
+	}
+	stats := make([]AttributeStats, 0, len(ranges))
+	for _, r := range ranges {
+		stats = append(stats, s.attr.AttributeSockets(ctx, r.g.pids, snap.Sockets[r.start:r.end]))
 	}
 	snap.Source = SourceNetlink
 	if sources[SourceProc] && !sources[SourceNetlink] {
@@ -458,6 +509,58 @@ func (s *Scanner) recordAges(snap *Snapshot, infoScan bool) {
 	if infoScan {
 		s.ages.record(snap.Sockets, snap.Time, ageStates)
 	}
+}
+
+// maxRecheck bounds the unattributed sockets dropClosed looks up: more is
+// not churn but a blind spot (fds kdiag may not read), which unseen says.
+const maxRecheck = 64
+
+// dropClosed takes out of snap the unattributed sockets of the scanner's
+// own network namespace that were closed while the scan ran: on a host
+// whose connections churn, a socket the dump listed may be closed before
+// attribution reads its holder's fds, and left in it would read as a
+// socket kdiag could not see (Snapshot.Unseen: kdiag watch and doctor then
+// exit 3). Each is looked up again by its addresses (one netlink request);
+// one gone, or an orphan since (no inode), is dropped, with a note.
+func (s *Scanner) dropClosed(snap *Snapshot, sel selection, source string, n *notes) {
+	if source == SourceProc || s.ProcRoot != "/proc" || len(sel.groups) == 0 || !sel.groups[0].host {
+		return
+	}
+	host := sel.groups[0].ino
+	var cands []*Socket
+	for i := range snap.Sockets {
+		x := &snap.Sockets[i]
+		if x.PID == 0 && x.Inode != 0 && x.State != Close && (x.NetNS == host || x.NetNS == 0) {
+			if len(cands) == maxRecheck {
+				return
+			}
+			cands = append(cands, x)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	alive, err := lookupSockets(cands)
+	if err != nil {
+		return
+	}
+	gone := map[*Socket]bool{}
+	for i, ok := range alive {
+		if !ok {
+			gone[cands[i]] = true
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	kept := snap.Sockets[:0]
+	for i := range snap.Sockets {
+		if !gone[&snap.Sockets[i]] {
+			kept = append(kept, snap.Sockets[i])
+		}
+	}
+	snap.Sockets = kept
+	n.add("%s closed while the scan ran: left out", cmdPlural(len(gone), "socket", "sockets"))
 }
 
 // restrict keeps, with --pid or --process, only the selected processes'

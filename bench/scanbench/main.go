@@ -76,6 +76,8 @@ func main() {
 	label := flag.String("label", "", "first column of the Markdown rows (e.g. N=1000 M=0)")
 	quiet := flag.Float64("quiet", 0, "wait until the 1-minute load is below this first (0: do not wait)")
 	quietWait := flag.Duration("quiet-wait", 5*time.Minute, "wait at most this long for -quiet")
+	exitOK := flag.String("exit-ok", "0", "comma list of exit codes that count as success (kdiag watch exits 3 when it could not see everything)")
+	tsv := flag.String("tsv", "", "also append the rows, tab-separated, to this file (label, command, median, min, max wall ms, median CPU ms, median and max peak RSS MiB, runs, lowest and highest load)")
 	flag.Parse()
 	cmds := flag.Args()
 	if len(cmds) == 0 {
@@ -115,7 +117,7 @@ func main() {
 				fmt.Fprintf(os.Stderr, "%s: %v\n", cmds[i], err)
 				os.Exit(1)
 			}
-			if !cmd.ProcessState.Success() {
+			if !okExit(*exitOK, cmd.ProcessState.ExitCode()) {
 				fmt.Fprintf(os.Stderr, "%s: %v\n%s", cmds[i], err, stderr.String())
 				os.Exit(1)
 			}
@@ -127,6 +129,14 @@ func main() {
 	}
 	fmt.Printf("| size | command | median wall | min wall | max wall | median CPU | median peak RSS | max peak RSS | runs | load |\n")
 	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	var out *os.File
+	if *tsv != "" {
+		if out, err = os.OpenFile(*tsv, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer out.Close()
+	}
 	for i, c := range cmds {
 		w, m, u, l := slices.Clone(res[i].wall), slices.Clone(res[i].rss), slices.Clone(res[i].cpu), slices.Clone(res[i].loads)
 		slices.Sort(w)
@@ -135,7 +145,23 @@ func main() {
 		slices.Sort(l)
 		fmt.Printf("| %s | `%s` | %s | %s | %s | %s | %.1f MB | %.1f MB | %d | %.2f-%.2f |\n", *label, c,
 			ms(w[len(w)/2]), ms(w[0]), ms(w[len(w)-1]), ms(u[len(u)/2]), float64(m[len(m)/2])/1024, float64(m[len(m)-1])/1024, *runs, l[0], l[len(l)-1])
+		if out != nil {
+			fmt.Fprintf(out, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.2f\t%.2f\n", *label, c,
+				msf(w[len(w)/2]), msf(w[0]), msf(w[len(w)-1]), msf(u[len(u)/2]), float64(m[len(m)/2])/1024, float64(m[len(m)-1])/1024, *runs, l[0], l[len(l)-1])
+		}
 	}
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+// okExit reports whether code is in list (a comma list of exit codes).
+func okExit(list string, code int) bool {
+	for _, f := range strings.Split(list, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n == code {
+			return true
+		}
+	}
+	return false
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", msf(d)) }
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

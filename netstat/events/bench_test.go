@@ -68,7 +68,7 @@ func BenchmarkStateChanges(b *testing.B) {
 			var c *Counter
 			if bc.attach {
 				var err error
-				if c, err = openCounter(bc.ports, bc.transitions); err != nil {
+				if c, err = openCounter(bc.ports, 0, bc.transitions); err != nil {
 					b.Skip(err)
 				}
 				defer c.Close()

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -54,13 +55,21 @@ const maxPorts = 1024
 // program), Open still succeeds: the Counter counts, and Transitions says
 // why it has nothing.
 func Open(remotePorts ...uint16) (*Counter, error) {
-	return openCounter(remotePorts, true)
+	return openCounter(remotePorts, 0, true)
+}
+
+// OpenExcept is Open, leaving out (neither counted nor recorded) the
+// changes of sockets whose local or remote port is except: kdiag watch's
+// own metrics listener, each of whose scrapes is a connection that would
+// otherwise wake the next scan, scraped or not by a local client.
+func OpenExcept(except uint16, remotePorts ...uint16) (*Counter, error) {
+	return openCounter(remotePorts, except, true)
 }
 
 // openCounter is Open; without transitions it loads the counting program
 // alone, as Open does where the kernel refuses the rest (the benchmarks
 // compare the two).
-func openCounter(remotePorts []uint16, transitions bool) (*Counter, error) {
+func openCounter(remotePorts []uint16, except uint16, transitions bool) (*Counter, error) {
 	if len(remotePorts) > maxPorts {
 		remotePorts = nil
 	}
@@ -76,7 +85,7 @@ func openCounter(remotePorts []uint16, transitions bool) (*Counter, error) {
 	if err != nil {
 		return nil, unavailable("create map", err)
 	}
-	spec := progSpec{counts: c.counts.FD(), ports: -1, ring: -1, drops: -1}
+	spec := progSpec{counts: c.counts.FD(), ports: -1, ring: -1, drops: -1, except: except}
 	if len(remotePorts) > 0 {
 		c.ports, err = newMap(&ebpf.MapSpec{
 			Name:       "kdiag_tcp_ports",
@@ -180,6 +189,9 @@ type progSpec struct {
 	ring, drops   int
 	read          asm.BuiltinFunc
 	v6            int16
+	// except, when not 0, is a port whose sockets' changes are left out
+	// (as the local port skc_num or the remote skc_dport).
+	except uint16
 }
 
 // program is the tracepoint's handler, written with cilium/ebpf's assembler
@@ -204,6 +216,26 @@ func program(p progSpec) asm.Instructions {
 		asm.LoadMem(asm.R6, asm.R1, 8, asm.DWord),  // oldstate
 		asm.LoadMem(asm.R7, asm.R1, 16, asm.DWord), // newstate
 		asm.LoadMem(asm.R8, asm.R1, 0, asm.DWord),  // sk
+	}
+	if p.except != 0 {
+		// skc_dport (network order) and skc_num (host order), read at
+		// once; a failed read counts, as the port filter's does.
+		insns = append(insns,
+			asm.Mov.Reg(asm.R3, asm.R8),
+			asm.Add.Imm(asm.R3, skcDport),
+			asm.Mov.Imm(asm.R2, 0),
+			asm.StoreMem(asm.RFP, -16, asm.R2, asm.DWord),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, -16),
+			asm.Mov.Imm(asm.R2, 4),
+			p.read.Call(),
+			asm.JNE.Imm(asm.R0, 0, "excepted"),
+			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
+			asm.JEq.Imm(asm.R1, int32(netOrder(p.except)), "out"),
+			asm.LoadMem(asm.R1, asm.RFP, -14, asm.Half),
+			asm.JEq.Imm(asm.R1, int32(p.except), "out"),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("excepted"),
+		)
 	}
 	if p.ports >= 0 {
 		insns = append(insns,
@@ -321,6 +353,13 @@ func record(p progSpec) asm.Instructions {
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
 	)
+}
+
+// netOrder is port as a u16 load of its network-order bytes reads it on
+// this host.
+func netOrder(port uint16) uint16 {
+	b := [2]byte{byte(port >> 8), byte(port)}
+	return binary.NativeEndian.Uint16(b[:])
 }
 
 // bpfRBNoWakeup is BPF_RB_NO_WAKEUP (include/uapi/linux/bpf.h).

@@ -22,6 +22,11 @@ func Open(remotePorts ...uint16) (*Counter, error) {
 	return nil, fmt.Errorf("%w: needs Linux, and this is %s", ErrUnavailable, runtime.GOOS)
 }
 
+// OpenExcept fails as Open does.
+func OpenExcept(except uint16, remotePorts ...uint16) (*Counter, error) {
+	return Open(remotePorts...)
+}
+
 // Read returns no counts.
 func (c *Counter) Read() (Counts, error) { return Counts{}, ErrUnavailable }
 

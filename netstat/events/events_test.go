@@ -186,3 +186,47 @@ func TestCounterFiltersRemotePorts(t *testing.T) {
 		t.Errorf("CLOSE_WAIT -> LAST_ACK counted %d times, want %d (the closes to port %d only)", got, len(want), port)
 	}
 }
+
+// TestCounterLeavesOutExcept: a counter opened with OpenExcept, beside a
+// plain one, counts the closes of CLOSE_WAIT sockets to another port and
+// not those to the excepted one (their remote port): over the same time,
+// the plain one counts at least those more.
+func TestCounterLeavesOutExcept(t *testing.T) {
+	left := sockettest.CloseWait(t, "tcp4", 2)
+	counted := sockettest.CloseWait(t, "tcp4", 3)
+	except := left[0].Remote.Port()
+	if counted[0].Remote.Port() == except {
+		t.Skip("one listener for both: the test needs two")
+	}
+	plain := open(t)
+	c, err := OpenExcept(except)
+	if err != nil {
+		t.Fatalf("OpenExcept: %v, where Open works", err)
+	}
+	defer c.Close()
+	i := closeWait*States + lastAck
+	read := func(c *Counter) uint64 {
+		n, err := c.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n[i]
+	}
+	base, plainBase := read(c), read(plain)
+	for _, s := range append(left, counted...) {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for read(plain)-plainBase < uint64(len(left)+len(counted)) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got, all := read(c)-base, read(plain)-plainBase
+	if got < uint64(len(counted)) {
+		t.Errorf("CLOSE_WAIT -> LAST_ACK counted %d times, want at least the %d to port %d", got, len(counted), counted[0].Remote.Port())
+	}
+	if all < got+uint64(len(left)) {
+		t.Errorf("counted %d closes, the plain counter %d: the %d to port %d were not left out", got, all, len(left), except)
+	}
+}

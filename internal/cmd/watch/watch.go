@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -209,7 +210,7 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 	sc.Source = o.Filters.Source
 	sc.FDs = o.Filters.FDs
 	sc.RefreshEvery = o.Refresh
-	c, err := openEvents(o.Events, procRoot, o.Query)
+	c, err := openEvents(o.Events, procRoot, o.Query, listenPort(o.Listen))
 	if err != nil || c == nil {
 		return sc, func() {}, err
 	}
@@ -236,17 +237,38 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 // When it cannot be attached (not
 // root, an older kernel) the error wraps events.ErrUnavailable, for auto
 // and on alike: the caller says it and, for auto, goes on without.
-func openEvents(mode, procRoot string, q netstat.Query) (*events.Counter, error) {
+//
+// The sockets of watch's own metrics listener (port listen, 0 for none) are
+// left out: each scrape is a connection, whose changes would wake the next
+// scan, so that a watch scraped every second dumped every second.
+func openEvents(mode, procRoot string, q netstat.Query, listen uint16) (*events.Counter, error) {
 	if mode == "off" || (mode == "auto" && (procRoot != "/proc" || !q.Gateable())) {
 		return nil, nil
 	}
 	// Only the changes of sockets the query can keep wake a scan: with
 	// --port or --brokers, the rest of the host's connections do not.
-	c, err := events.Open(q.RemotePortSet()...)
+	c, err := events.OpenExcept(listen, q.RemotePortSet()...)
 	if err != nil {
 		return nil, fmt.Errorf("--events %s: %w", mode, err)
 	}
 	return c, nil
+}
+
+// listenPort is the port of a --listen address, 0 for none (complete has
+// checked its form).
+func listenPort(addr string) uint16 {
+	if addr == "" {
+		return 0
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return 0
+	}
+	return uint16(p)
 }
 
 // analyzerOptions are the analyzer's options for q: the brokers are

@@ -1,0 +1,291 @@
+// Command plot draws bench/curve.sh's rows (bench/scanbench -tsv) as an SVG
+// of three panels over the number of sockets, both axes logarithmic: the
+// wall time of each scan command (kdiag's and ss's), their peak RSS, and
+// each watch's CPU as a share of one core. A size measured several times
+// takes its last row.
+//
+//	go run ./bench/plot -o bench/results/curve.svg bench/results/curve.tsv
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// row is one command at one size.
+type row struct {
+	size             float64
+	cmd              string
+	wallMS, cpuMS    float64
+	rssMB            float64
+	loadLo, loadHigh float64
+}
+
+func main() {
+	out := flag.String("o", "curve.svg", "SVG to write")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: plot -o curve.svg curve.tsv")
+		os.Exit(2)
+	}
+	f, err := os.Open(flag.Arg(0))
+	if err != nil {
+		fail(err)
+	}
+	rows, header, err := parse(f)
+	f.Close()
+	if err != nil {
+		fail(err)
+	}
+	w, err := os.Create(*out)
+	if err != nil {
+		fail(err)
+	}
+	if err := draw(w, rows, header); err != nil {
+		fail(err)
+	}
+	if err := w.Close(); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "plot:", err)
+	os.Exit(1)
+}
+
+// parse reads scanbench's TSV; lines starting with # are headers, the last
+// of which is returned.
+func parse(r io.Reader) ([]row, string, error) {
+	last := map[string]row{}
+	var order []string
+	header := ""
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			header = strings.TrimSpace(strings.TrimPrefix(line, "#"))
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) < 11 {
+			return nil, "", fmt.Errorf("line %d: %d fields, want 11", n, len(f))
+		}
+		var v [11]float64
+		for _, i := range []int{0, 2, 5, 6, 9, 10} {
+			x, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return nil, "", fmt.Errorf("line %d, field %d: %v", n, i+1, err)
+			}
+			v[i] = x
+		}
+		r := row{size: v[0], cmd: command(f[1]), wallMS: v[2], cpuMS: v[5], rssMB: v[6], loadLo: v[9], loadHigh: v[10]}
+		k := f[0] + "\x00" + r.cmd
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
+		}
+		last[k] = r
+	}
+	if err := sc.Err(); err != nil {
+		return nil, "", err
+	}
+	out := make([]row, 0, len(order))
+	for _, k := range order {
+		out = append(out, last[k])
+	}
+	return out, header, nil
+}
+
+// command names a command by its program's base name and its arguments.
+func command(c string) string {
+	f := strings.Fields(c)
+	if len(f) == 0 {
+		return c
+	}
+	f[0] = filepath.Base(f[0])
+	return strings.Join(f, " ")
+}
+
+// watchDuration returns the --duration of a watch command, 0 for others.
+func watchDuration(cmd string) time.Duration {
+	f := strings.Fields(cmd)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "--duration" {
+			d, _ := time.ParseDuration(f[i+1])
+			return d
+		}
+	}
+	return 0
+}
+
+// series is one command's points.
+type series struct {
+	name string
+	pts  [][2]float64
+}
+
+func byCommand(rows []row, keep func(row) bool, y func(row) float64) []series {
+	idx := map[string]int{}
+	var out []series
+	for _, r := range rows {
+		if !keep(r) {
+			continue
+		}
+		i, ok := idx[r.cmd]
+		if !ok {
+			i = len(out)
+			idx[r.cmd] = i
+			out = append(out, series{name: r.cmd})
+		}
+		out[i].pts = append(out[i].pts, [2]float64{r.size, y(r)})
+	}
+	for i := range out {
+		slices.SortFunc(out[i].pts, func(a, b [2]float64) int { return int(math.Copysign(1, a[0]-b[0])) })
+	}
+	return out
+}
+
+var colors = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"}
+
+const (
+	panelW, panelH = 560, 330
+	marginL        = 70
+	marginR        = 20
+	marginT        = 40
+	marginB        = 50
+	legendH        = 130
+)
+
+func draw(w io.Writer, rows []row, header string) error {
+	scan := func(r row) bool { return watchDuration(r.cmd) == 0 }
+	watch := func(r row) bool { return watchDuration(r.cmd) > 0 }
+	panels := []struct {
+		title, unit string
+		s           []series
+	}{
+		{"scan: median wall time", "ms", byCommand(rows, scan, func(r row) float64 { return r.wallMS })},
+		{"scan: median peak RSS", "MiB", byCommand(rows, scan, func(r row) float64 { return r.rssMB })},
+		{"watch at 1 Hz: CPU", "% of a core", byCommand(rows, watch, func(r row) float64 {
+			return 100 * r.cpuMS / float64(watchDuration(r.cmd).Milliseconds())
+		})},
+		{"watch at 1 Hz: peak RSS", "MiB", byCommand(rows, watch, func(r row) float64 { return r.rssMB })},
+	}
+	cols := 2
+	width := cols * panelW
+	height := 2*(panelH+legendH) + 30
+	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
+	fmt.Fprintf(w, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(w, `<text x="10" y="18" font-size="13">%s (generated by bench/plot from bench/curve.sh)</text>`+"\n", esc(header))
+	for i, p := range panels {
+		x0 := (i % cols) * panelW
+		y0 := 30 + (i/cols)*(panelH+legendH)
+		panel(w, x0, y0, p.title, p.unit, p.s)
+	}
+	fmt.Fprintln(w, "</svg>")
+	return nil
+}
+
+func panel(w io.Writer, x0, y0 int, title, unit string, ss []series) {
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, s := range ss {
+		for _, p := range s.pts {
+			if p[1] <= 0 {
+				continue
+			}
+			xmin, xmax = math.Min(xmin, p[0]), math.Max(xmax, p[0])
+			ymin, ymax = math.Min(ymin, p[1]), math.Max(ymax, p[1])
+		}
+	}
+	if math.IsInf(xmin, 0) {
+		return
+	}
+	lx0, lx1 := math.Floor(math.Log10(xmin)), math.Ceil(math.Log10(xmax))
+	ly0, ly1 := math.Floor(math.Log10(ymin)), math.Ceil(math.Log10(ymax))
+	if lx1 == lx0 {
+		lx1++
+	}
+	if ly1 == ly0 {
+		ly1++
+	}
+	pw, ph := float64(panelW-marginL-marginR), float64(panelH-marginT-marginB)
+	px := func(x float64) float64 {
+		return float64(x0+marginL) + (math.Log10(x)-lx0)/(lx1-lx0)*pw
+	}
+	py := func(y float64) float64 {
+		return float64(y0+marginT) + ph - (math.Log10(y)-ly0)/(ly1-ly0)*ph
+	}
+	fmt.Fprintf(w, `<text x="%d" y="%d" font-size="12" font-weight="bold">%s</text>`+"\n", x0+marginL, y0+marginT-12, esc(title))
+	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%.0f" height="%.0f" fill="none" stroke="#444"/>`+"\n", x0+marginL, y0+marginT, pw, ph)
+	for e := lx0; e <= lx1; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v < math.Pow(10, lx0) || v > math.Pow(10, lx1) {
+				continue
+			}
+			x := px(v)
+			fmt.Fprintf(w, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.0f" stroke="#ddd"/>`+"\n", x, y0+marginT, x, float64(y0+marginT)+ph)
+			fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", x, float64(y0+marginT)+ph+14, num(v))
+		}
+	}
+	for e := ly0; e <= ly1; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v < math.Pow(10, ly0) || v > math.Pow(10, ly1) {
+				continue
+			}
+			y := py(v)
+			fmt.Fprintf(w, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#ddd"/>`+"\n", x0+marginL, y, float64(x0+marginL)+pw, y)
+			fmt.Fprintf(w, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", x0+marginL-4, y+4, num(v))
+		}
+	}
+	fmt.Fprintf(w, `<text x="%.0f" y="%.0f" text-anchor="middle">TCP sockets (a third CLOSE_WAIT)</text>`+"\n", float64(x0+marginL)+pw/2, float64(y0+marginT)+ph+32)
+	fmt.Fprintf(w, `<text transform="translate(%d,%.0f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", x0+16, float64(y0+marginT)+ph/2, esc(unit))
+	for i, s := range ss {
+		c := colors[i%len(colors)]
+		var pts []string
+		for _, p := range s.pts {
+			if p[1] > 0 {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p[0]), py(p[1])))
+			}
+		}
+		dash := ""
+		if strings.HasPrefix(s.name, "ss") {
+			dash = ` stroke-dasharray="5,3"`
+		}
+		fmt.Fprintf(w, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), c, dash)
+		for _, p := range pts {
+			xy := strings.Split(p, ",")
+			fmt.Fprintf(w, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`+"\n", xy[0], xy[1], c)
+		}
+		ly := y0 + panelH + 4 + 14*i
+		fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`+"\n", x0+marginL, ly-4, x0+marginL+24, ly-4, c, dash)
+		fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", x0+marginL+30, ly, esc(s.name))
+	}
+}
+
+// num writes an axis value: 1k, 20k, 1M, 0.5, 200.
+func num(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+func esc(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}

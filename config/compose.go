@@ -139,7 +139,7 @@ func ParseCompose(name, src string) ([]*File, error) {
 		if f := fromContainerEnv(name, SourceCompose, vars); f != nil {
 			// Findings about the service's configuration as a whole go
 			// to its name.
-			f.Origin = Pos{services.Content[i].Line, services.Content[i].Column}
+			f.Origin = posAt(services.Content[i].Line, services.Content[i].Column)
 			files = append(files, f)
 		}
 		if n := brokerIdleOf(vars); n != 0 && n < brokerIdle {
@@ -187,7 +187,7 @@ func composeEnv(env *yaml.Node) []Entry {
 				val = v.Value
 			}
 			out = append(out, Entry{Key: k.Value, RawKey: k.Value, Value: val,
-				KeyPos: Pos{k.Line, k.Column}, ValuePos: Pos{v.Line, v.Column}})
+				KeyPos: posAt(k.Line, k.Column), ValuePos: posAt(v.Line, v.Column)})
 		}
 	case yaml.SequenceNode:
 		for _, it := range env.Content {
@@ -205,7 +205,7 @@ func composeEnv(env *yaml.Node) []Entry {
 			// The value starts after "NAME=" on the item's line (names
 			// are [A-Za-z0-9_], one column a character).
 			out = append(out, Entry{Key: k, RawKey: k, Value: v,
-				KeyPos: Pos{it.Line, col}, ValuePos: Pos{it.Line, col + len(k) + 1}})
+				KeyPos: posAt(it.Line, col), ValuePos: posAt(it.Line, col+len(k)+1)})
 		}
 	}
 	return out

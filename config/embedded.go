@@ -156,7 +156,7 @@ func embedded(name, source string, k, v *yaml.Node, lines []string) ([]*File, er
 		// The embedded file's own error, at its place in the YAML.
 		return nil, fmt.Errorf("%s:%d: %s (in %s): %v", name, k.Line, k.Value, name, err)
 	}
-	shift := func(Pos) Pos { return Pos{v.Line, v.Column} }
+	shift := func(Pos) Pos { return posAt(v.Line, v.Column) }
 	var note *Problem
 	if v.Style&yaml.LiteralStyle != 0 {
 		// The content starts on the line after the | indicator; each of
@@ -172,9 +172,9 @@ func embedded(name, source string, k, v *yaml.Node, lines []string) ([]*File, er
 			break
 		}
 		base := v.Line
-		shift = func(p Pos) Pos { return Pos{base + p.Line, p.Col + indent} }
+		shift = func(p Pos) Pos { return Pos{Line: int32(base) + p.Line, Col: p.Col + int32(indent)} }
 	} else {
-		note = &Problem{Pos: Pos{v.Line, v.Column}, Note: true, Msg: fmt.Sprintf("%s is not a literal block (|): the positions of its findings are where the value starts; write it as a literal block for exact ones", k.Value)}
+		note = &Problem{Pos: posAt(v.Line, v.Column), Note: true, Msg: fmt.Sprintf("%s is not a literal block (|): the positions of its findings are where the value starts; write it as a literal block for exact ones", k.Value)}
 	}
 	for _, f := range fs {
 		f.Path = name
@@ -191,7 +191,7 @@ func embedded(name, source string, k, v *yaml.Node, lines []string) ([]*File, er
 		if note != nil {
 			f.Problems = append(f.Problems, *note)
 		}
-		f.Origin = Pos{k.Line, k.Column}
+		f.Origin = posAt(k.Line, k.Column)
 	}
 	return fs, nil
 }

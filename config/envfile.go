@@ -36,7 +36,7 @@ func ParseEnvFile(name, src string) *File {
 			continue
 		}
 		if trimmed[0] == '#' {
-			f.Comments = append(f.Comments, Comment{Text: strings.TrimSpace(trimmed[1:]), Pos: Pos{lineNo, col}})
+			f.Comments = append(f.Comments, Comment{Text: strings.TrimSpace(trimmed[1:]), Pos: posAt(lineNo, col)})
 			continue
 		}
 		if rest, ok := strings.CutPrefix(trimmed, "export "); ok {
@@ -45,7 +45,7 @@ func ParseEnvFile(name, src string) *File {
 		}
 		eq := strings.IndexByte(trimmed, '=')
 		if eq <= 0 {
-			f.Problems = append(f.Problems, Problem{Pos: Pos{lineNo, col}, Msg: "a line without NAME=value: kdiag cannot tell its value (compose would read it from its own environment)"})
+			f.Problems = append(f.Problems, Problem{Pos: posAt(lineNo, col), Msg: "a line without NAME=value: kdiag cannot tell its value (compose would read it from its own environment)"})
 			continue
 		}
 		key := strings.TrimRight(trimmed[:eq], " \t")
@@ -55,7 +55,7 @@ func ParseEnvFile(name, src string) *File {
 		raw = raw[lead:]
 		vcol += lead
 		val := envValue(raw)
-		e := Entry{Key: key, RawKey: key, Value: val, KeyPos: Pos{lineNo, col}, ValuePos: Pos{lineNo, vcol}}
+		e := Entry{Key: key, RawKey: key, Value: val, KeyPos: posAt(lineNo, col), ValuePos: posAt(lineNo, vcol)}
 		if val != raw {
 			e.RawValue = raw
 		}

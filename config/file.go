@@ -116,7 +116,7 @@ func (f *File) Effective() map[string]Entry {
 func (f *File) Duplicates() map[string][]Entry {
 	type kr struct {
 		key       string
-		rank, doc int
+		rank, doc int32
 	}
 	count := map[kr]int{}
 	for _, e := range f.Entries {

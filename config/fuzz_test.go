@@ -56,7 +56,7 @@ func lineLengths(data []byte) []int {
 // further than just past its last character.
 func checkPos(t *testing.T, what string, p Pos, lines []int) {
 	t.Helper()
-	if p.Line < 1 || p.Line > len(lines) || p.Col < 1 || p.Col > lines[p.Line-1]+1 {
+	if p.Line < 1 || int(p.Line) > len(lines) || p.Col < 1 || int(p.Col) > lines[p.Line-1]+1 {
 		t.Fatalf("%s position %v outside the input (%d lines)", what, p, len(lines))
 	}
 }
@@ -182,7 +182,7 @@ func FuzzParseAll(f *testing.F) {
 		lines := lineLengths([]byte(data))
 		for _, file := range files {
 			for _, e := range file.Entries {
-				if e.KeyPos.Line < 1 || e.KeyPos.Line > len(lines) || e.ValuePos.Line < 1 || e.ValuePos.Line > len(lines) {
+				if e.KeyPos.Line < 1 || int(e.KeyPos.Line) > len(lines) || e.ValuePos.Line < 1 || int(e.ValuePos.Line) > len(lines) {
 					t.Fatalf("%s: entry %+v outside the input's %d lines", name, e, len(lines))
 				}
 			}

@@ -131,7 +131,7 @@ func ParseConnectorJSON(name, src string) (*File, error) {
 	pos := func(off int64) Pos {
 		before := src[:off]
 		line := strings.Count(before, "\n") + 1
-		return Pos{line, utf8.RuneCountInString(before[strings.LastIndexByte(before, '\n')+1:]) + 1}
+		return posAt(line, utf8.RuneCountInString(before[strings.LastIndexByte(before, '\n')+1:])+1)
 	}
 	// skipTo returns the offset of the next non-blank character that is not
 	// a ':' or ',' at or after off: where the next token starts.

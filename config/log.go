@@ -100,7 +100,7 @@ func ParseProducerLog(name, src string) []*File {
 		}
 		if producerBlockRE().MatchString(strings.TrimRight(line, " ")) {
 			col := utf8.RuneCountInString(line[:strings.Index(line, "ProducerConfig values:")]) + 1
-			cur = &File{Path: name, Dialect: Java, Source: SourceLog, Origin: Pos{lineNo, col}}
+			cur = &File{Path: name, Dialect: Java, Source: SourceLog, Origin: posAt(lineNo, col)}
 		}
 	}
 	return files
@@ -115,8 +115,8 @@ func logEntry(line string, lineNo int) (Entry, bool) {
 	}
 	key, val := body[:i], body[i+3:]
 	e := Entry{Key: key, RawKey: key, Value: val,
-		KeyPos:   Pos{lineNo, 2},
-		ValuePos: Pos{lineNo, 2 + utf8.RuneCountInString(key) + 3}}
+		KeyPos:   posAt(lineNo, 2),
+		ValuePos: posAt(lineNo, 2+utf8.RuneCountInString(key)+3)}
 	switch {
 	case val == "null":
 		return Entry{}, false // no value, and no default

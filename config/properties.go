@@ -101,7 +101,7 @@ type propReader struct {
 func newPropReader(f *File, data string) *propReader {
 	pr := &propReader{f: f, data: data, latin1: !utf8.ValidString(data), line: 1, col: 1}
 	if strings.HasPrefix(data, "\uFEFF") {
-		f.Problems = append(f.Problems, Problem{Pos: Pos{1, 1},
+		f.Problems = append(f.Problems, Problem{Pos: posAt(1, 1),
 			Msg: "file starts with a UTF-8 byte order mark, which Java's Properties.load keeps as part of the first key: save the file without BOM"})
 	}
 	return pr
@@ -193,7 +193,7 @@ func (pr *propReader) next() (rune, Pos, int32) {
 	default:
 		c, size = utf8.DecodeRuneInString(pr.data[pr.i:])
 	}
-	p := Pos{pr.line, pr.col}
+	p := posAt(pr.line, pr.col)
 	off := int32(pr.i)
 	pr.i += size
 	if c == '\n' || (c == '\r' && (pr.i >= len(pr.data) || pr.data[pr.i] != '\n')) {
@@ -227,7 +227,7 @@ func (pr *propReader) readLine() (propLine, bool) {
 	finish := func() propLine {
 		if len(ln.pos) > 0 {
 			last := ln.pos[len(ln.pos)-1]
-			ln.end = Pos{last.Line, last.Col + 1}
+			ln.end = Pos{Line: last.Line, Col: last.Col + 1}
 		} else {
 			ln.end = ln.start
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 func ent(key, value string, kl, kc, vl, vc int) Entry {
-	return Entry{Key: key, RawKey: key, Value: value, KeyPos: Pos{kl, kc}, ValuePos: Pos{vl, vc}}
+	return Entry{Key: key, RawKey: key, Value: value, KeyPos: posAt(kl, kc), ValuePos: posAt(vl, vc)}
 }
 
 func TestParseProperties(t *testing.T) {

@@ -237,10 +237,10 @@ func yamlErrorPos(err error, data []byte) (Pos, string) {
 				before := data[:i]
 				line := bytes.Count(before, []byte("\n")) + 1
 				col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
-				return Pos{line, col}, msg
+				return posAt(line, col), msg
 			}
 		}
-		return Pos{1, 1}, msg
+		return posAt(1, 1), msg
 	}
 	line, _ := strconv.Atoi(m[1])
 	if yamlParserProblem(m[2]) {
@@ -273,7 +273,7 @@ func yamlErrorPos(err error, data []byte) (Pos, string) {
 			}
 		}
 	}
-	return Pos{line, col}, m[2]
+	return posAt(line, col), m[2]
 }
 
 // yamlParserProblem tells the parser's problems (parserc.go) from the
@@ -326,7 +326,7 @@ func yamlComments(data []byte) []Comment {
 					quote = c
 				}
 			case c == '#' && (j == 0 || rs[j-1] == ' ' || rs[j-1] == '\t'):
-				out = append(out, Comment{Text: strings.TrimSpace(string(rs[j+1:])), Pos: Pos{i + 1, j + 1}})
+				out = append(out, Comment{Text: strings.TrimSpace(string(rs[j+1:])), Pos: posAt(i+1, j+1)})
 			}
 			if c == '#' && quote == 0 && (j == 0 || rs[j-1] == ' ' || rs[j-1] == '\t') {
 				break
@@ -340,7 +340,7 @@ func yamlComments(data []byte) []Comment {
 func (w *yamlWalker) stop(n *yaml.Node, msg string) {
 	if !w.spent {
 		w.spent = true
-		w.m.f.Problems = append(w.m.f.Problems, Problem{Pos: Pos{n.Line, n.Column}, Msg: msg})
+		w.m.f.Problems = append(w.m.f.Problems, Problem{Pos: posAt(n.Line, n.Column), Msg: msg})
 	}
 	w.budget = 0
 }
@@ -356,7 +356,7 @@ func (w *yamlWalker) walk(n *yaml.Node, path []springElem, raw string, keyPos Po
 		w.stop(n, fmt.Sprintf("YAML aliases expand to more than %d nodes; the rest of the document is not read", yamlNodeBudget))
 		return
 	}
-	pos := Pos{n.Line, n.Column}
+	pos := posAt(n.Line, n.Column)
 	if at != nil {
 		pos = *at
 	}
@@ -385,7 +385,7 @@ func (w *yamlWalker) walk(n *yaml.Node, path []springElem, raw string, keyPos Po
 				// application does not start. (Checked once per mapping,
 				// not again where an alias repeats it.)
 				if seen[k.Value] {
-					w.m.f.Problems = append(w.m.f.Problems, Problem{Pos: Pos{k.Line, k.Column},
+					w.m.f.Problems = append(w.m.f.Problems, Problem{Pos: posAt(k.Line, k.Column),
 						Msg: fmt.Sprintf("duplicate key %q in one YAML mapping: Spring Boot refuses to load the file (SnakeYAML DuplicateKeyException); keep one", k.Value)})
 				}
 				seen[k.Value] = true
@@ -413,7 +413,7 @@ func (w *yamlWalker) walk(n *yaml.Node, path []springElem, raw string, keyPos Po
 					childRaw = raw + k.Value
 				}
 			}
-			w.walk(v, elems, childRaw, Pos{k.Line, k.Column}, nil, depth+1)
+			w.walk(v, elems, childRaw, posAt(k.Line, k.Column), nil, depth+1)
 		}
 	case yaml.SequenceNode:
 		scalars := true
@@ -430,7 +430,7 @@ func (w *yamlWalker) walk(n *yaml.Node, path []springElem, raw string, keyPos Po
 			vpos := pos
 			for i, c := range n.Content {
 				if i == 0 {
-					vpos = Pos{c.Line, c.Column}
+					vpos = posAt(c.Line, c.Column)
 				}
 				if c.Kind == yaml.AliasNode {
 					c = c.Alias
@@ -611,15 +611,15 @@ func (m *springMapper) add(it springItem) {
 		return
 	}
 	e := Entry{RawKey: it.raw, Value: it.value, RawValue: it.rawValue,
-		KeyPos: it.keyPos, ValuePos: it.valuePos, Doc: it.doc}
+		KeyPos: it.keyPos, ValuePos: it.valuePos, Doc: int32(it.doc)}
 	unknown := func(rank int) {
-		e.Key, e.Rank = it.raw, rank
+		e.Key, e.Rank = it.raw, int32(rank)
 		m.f.Entries = append(m.f.Entries, e)
 	}
 	// typed maps a typed setting at el[i] (with an optional list index after
 	// it for bootstrap-servers) to key.
 	typed := func(key string, i, rank int) {
-		e.Key, e.Rank = key, rank
+		e.Key, e.Rank = key, int32(rank)
 		switch {
 		case len(el) == i+1:
 		case len(el) == i+2 && key == "bootstrap.servers" && el[i+1].bracket && el[i+1].name == "":
@@ -657,7 +657,7 @@ func (m *springMapper) add(it springItem) {
 				unknown(propsRank)
 				return
 			}
-			e.Key, e.Rank = k, propsRank
+			e.Key, e.Rank = k, int32(propsRank)
 			m.f.Entries = append(m.f.Entries, e)
 		case g == "ssl":
 			if u(i+1) == "bundle" && len(el) == i+2 {
@@ -690,7 +690,7 @@ func (m *springMapper) add(it springItem) {
 			// login module KafkaJaasLoginModuleInitializer installs for
 			// the whole JVM (KafkaProperties.Jaas): no producer key, but
 			// a password there is a secret in the file all the same.
-			e.Key, e.Rank = "spring.kafka.jaas.options."+mapKey(el[i+2:]), rank
+			e.Key, e.Rank = "spring.kafka.jaas.options."+mapKey(el[i+2:]), int32(rank)
 			m.f.Entries = append(m.f.Entries, e)
 		case rank == RankSpringCommon && springOtherGroups[g]:
 		default:

@@ -15,7 +15,7 @@ import (
 type sEnt struct {
 	Key, RawKey, Value, RawValue string
 	KeyPos, ValuePos             Pos
-	Rank, Doc                    int
+	Rank, Doc                    int32
 }
 
 func springView(f *File) []sEnt {

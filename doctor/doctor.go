@@ -357,7 +357,7 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 		if src.File != nil {
 			lintOpts.Env = src.Env
 			for _, f := range rules.LintFile(src.File, lintOpts) {
-				lf := LintFinding{Rule: f.RuleID, Severity: f.Severity.String(), Where: src.Where(f.Pos.Line), Message: f.Message, Fix: f.Fix}
+				lf := LintFinding{Rule: f.RuleID, Severity: f.Severity.String(), Where: src.Where(int(f.Pos.Line)), Message: f.Message, Fix: f.Fix}
 				cf.Findings = append(cf.Findings, lf)
 				ev.Config = append(ev.Config, analyzer.ConfigFact{Rule: f.RuleID, Where: lf.Where, Message: f.Message})
 			}

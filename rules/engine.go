@@ -243,7 +243,7 @@ type fileView struct {
 	// eff maps each key to the index in f.Entries of the entry that takes
 	// effect (highest Rank, then the last one written). An index, not the
 	// entry: a file of a million keys holds a million of these.
-	eff map[string]int32
+	eff keyIndex
 	// repeated are the keys written more than once (KD409 looks at them).
 	repeated map[string]bool
 	// placeholders says what became of each entry's placeholders, by its
@@ -294,23 +294,24 @@ func newView(f *config.File, opts Options) *fileView {
 // the entry written last), as an index into f.Entries, which is also where
 // that entry is in the file (librdkafka's aliases need it: the alias written
 // last wins). It also returns the keys written more than once.
-func effective(f *config.File) (map[string]int32, map[string]bool) {
-	eff := make(map[string]int32, len(f.Entries))
+func effective(f *config.File) (keyIndex, map[string]bool) {
+	eff := newKeyIndex(len(f.Entries))
 	var repeated map[string]bool
 	for i, e := range f.Entries {
 		if e.Key == "" {
 			continue
 		}
-		if prev, ok := eff[e.Key]; ok {
+		s, ok := eff.find(f.Entries, e.Key)
+		if ok {
 			if repeated == nil {
 				repeated = map[string]bool{}
 			}
 			repeated[e.Key] = true
-			if f.Entries[prev].Rank > e.Rank {
+			if f.Entries[eff.slots[s]-1].Rank > e.Rank {
 				continue
 			}
 		}
-		eff[e.Key] = int32(i)
+		eff.slots[s] = int32(i) + 1
 	}
 	return eff, repeated
 }
@@ -350,7 +351,7 @@ func (v *fileView) unknown(e config.Entry) bool {
 
 // get returns the effective entry of key.
 func (v *fileView) get(key string) (config.Entry, bool) {
-	i, ok := v.eff[key]
+	i, ok := v.eff.get(v.f.Entries, key)
 	if !ok {
 		return config.Entry{}, false
 	}
@@ -363,7 +364,7 @@ func (v *fileView) get(key string) (config.Entry, bool) {
 func (v *fileView) getAny(keys ...string) (config.Entry, string, bool) {
 	best, bestKey, at := config.Entry{}, "", int32(-1)
 	for _, k := range keys {
-		if i, ok := v.eff[k]; ok && i > at {
+		if i, ok := v.eff.get(v.f.Entries, k); ok && i > at {
 			best, bestKey, at = v.f.Entries[i], k, i
 		}
 	}

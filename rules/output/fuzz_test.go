@@ -30,7 +30,7 @@ func FuzzWriters(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path, msg, evidence, key, secret string, line, col int) {
 		findings := func(secret string) []rules.Finding {
 			return []rules.Finding{
-				{RuleID: "KD101", Severity: rules.Warning, Path: path, Pos: config.Pos{Line: line, Col: col},
+				{RuleID: "KD101", Severity: rules.Warning, Path: path, Pos: config.Pos{Line: int32(line), Col: int32(col)},
 					Key: key, Message: msg, Evidence: evidence},
 				{RuleID: "KD701", Severity: rules.Error, Path: path, Pos: config.Pos{Line: 1, Col: 1},
 					Key: "ssl.key.password", Message: "in clear", Evidence: "ssl.key.password=" + secret},

@@ -353,9 +353,9 @@ func ruleName(title string) string {
 func physical(f rules.Finding, base string) sarifPhysical {
 	p := sarifPhysical{ArtifactLocation: artifact(f.Path, base)}
 	if f.Pos.Line > 0 {
-		p.Region = &sarifRegion{StartLine: f.Pos.Line}
+		p.Region = &sarifRegion{StartLine: int(f.Pos.Line)}
 		if f.Pos.Col > 0 {
-			p.Region.StartColumn = f.Pos.Col
+			p.Region.StartColumn = int(f.Pos.Col)
 		}
 	}
 	return p

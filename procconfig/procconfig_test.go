@@ -56,7 +56,7 @@ func TestFind(t *testing.T) {
 			continue
 		}
 		for _, f := range rules.LintFile(s.File, rules.DefaultOptions()) {
-			all = append(all, s.Where(f.Pos.Line)+" "+f.RuleID+" "+f.Message+" "+f.Evidence)
+			all = append(all, s.Where(int(f.Pos.Line))+" "+f.RuleID+" "+f.Message+" "+f.Evidence)
 		}
 	}
 	text := strings.Join(all, "\n")

@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
-	"runtime/metrics"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -20,7 +20,7 @@ import (
 // VictoriaMetrics/metrics' WriteProcessMetrics, used before, gives no help
 // text and names that Prometheus's conventions reject (counters without
 // _total, gauges with it): promtool check metrics failed on 70 families.
-// The values come from the runtime (runtime/metrics) and from gopsutil,
+// The values come from the runtime (runtime.ReadMemStats) and from gopsutil,
 // which kdiag reads other processes with anyway: not from procfs, the
 // library client_golang's process collector uses, whose package init ran
 // in every kdiag command (0.2 ms and 30 pages of heap; issue 17) for the
@@ -42,26 +42,21 @@ var (
 	famMaxFDs     = Family{"process_max_fds", "gauge", "Maximum number of open file descriptors."}
 )
 
-// runtimeSamples are the runtime/metrics read for the go_ families, in
-// this order.
-var runtimeSamples = []string{"/memory/classes/heap/objects:bytes", "/memory/classes/total:bytes", "/gc/cycles/total:gc-cycles", "/gc/gomemlimit:bytes"}
-
 // writeProcess writes kdiag's own go_ and process_ metrics. What cannot be
 // read (no /proc: not Linux) is left out.
 func writeProcess(e *exposition) {
 	e.sample(famGoroutines, float64(runtime.NumGoroutine()))
 	e.sample(famThreads, float64(pprof.Lookup("threadcreate").Count()))
 	e.sample(famGoInfo, 1, "version", runtime.Version())
-	s := make([]metrics.Sample, len(runtimeSamples))
-	for i, name := range runtimeSamples {
-		s[i].Name = name
-	}
-	metrics.Read(s)
-	for i, f := range []Family{famAlloc, famSys, famGCCycles, famMemLimit} {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			e.sample(f, float64(s[i].Value.Uint64()))
-		}
-	}
+	// runtime.ReadMemStats, not runtime/metrics, whose package init (a
+	// table of every runtime metric, 15 KB) ran in every kdiag command
+	// (issue 17). It stops the world for a few microseconds, once a scrape.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	e.sample(famAlloc, float64(ms.HeapAlloc))
+	e.sample(famSys, float64(ms.Sys))
+	e.sample(famGCCycles, float64(ms.NumGC))
+	e.sample(famMemLimit, float64(debug.SetMemoryLimit(-1)))
 
 	// kdiag's own /proc (never HOST_PROC, which gopsutil would otherwise
 	// read), and the pid that /proc numbers it by, as /proc/self would.

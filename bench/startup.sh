@@ -2,7 +2,10 @@
 # What starting kdiag costs: `kdiag version` against `ss -V` and against Go
 # binaries that link less of kdiag (a hello world, and mains that import
 # only the version command, then scan with it, then scan and watch), side
-# by side, alternating (bench/scanbench: wall, CPU, peak RSS, load), then
+# by side, alternating (bench/scanbench: wall, CPU, peak RSS, load), and
+# against deps-inits, a main that imports every package kdiag links but
+# its own, blank, and does nothing: what those packages' inits cost in a
+# binary of their size (their code laid out densely), then
 # the package inits of `kdiag version` (GODEBUG=inittrace=1, mean of 10
 # runs): their total and the costliest. Results go in BENCHMARKS.md
 # ("start-up").
@@ -52,9 +55,18 @@ mkmain version-scan-watch version scan watch
 mkdir -p "$part/hello"
 printf 'package main\n\nimport "os"\n\nfunc main() { os.Stdout.WriteString("hello\\n") }\n' >"$part/hello/main.go"
 build "$tmp/hello" "./$part/hello"
+mkdir -p "$part/deps-inits"
+{
+  echo 'package main'
+  echo 'import ('
+  CGO_ENABLED=0 go list -deps ./cmd/kdiag | grep -v -E '^github.com/kdiag/|^(internal|vendor)/|/internal(/|$)|^(runtime|runtime/cgo|unsafe)$' | sed 's/.*/\t_ "&"/'
+  echo ')'
+  echo 'func main() {}'
+} >"$part/deps-inits/main.go"
+build "$tmp/deps-inits" "./$part/deps-inits"
 echo "== kdiag $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo '+changes'), $(stat -c %s "$tmp/kdiag") bytes; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$tmp/scanbench" -runs "$RUNS" ${QUIET:+-quiet "$QUIET"} \
-  "$tmp/kdiag version" "ss -V" "$tmp/hello" "$tmp/only-version version" "$tmp/version-scan version" "$tmp/version-scan-watch version" |
+  "$tmp/kdiag version" "ss -V" "$tmp/hello" "$tmp/only-version version" "$tmp/version-scan version" "$tmp/version-scan-watch version" "$tmp/deps-inits" |
   sed "s|$tmp/||g"
 echo
 echo "package inits of kdiag version (GODEBUG=inittrace=1, mean of 10 runs):"

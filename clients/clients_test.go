@@ -255,7 +255,7 @@ func TestCommandLines(t *testing.T) {
 		{"  from aiokafka.producer import AIOKafkaProducer\n", "aiokafka"},
 		{"import kafka.errors as e\n", "kafka"},
 	} {
-		m := pythonImport.FindStringSubmatch(tc.src)
+		m := pythonImport().FindStringSubmatch(tc.src)
 		got := ""
 		if m != nil {
 			got = m[1] + m[2]
@@ -265,7 +265,7 @@ func TestCommandLines(t *testing.T) {
 		}
 	}
 	for _, src := range []string{`const { Kafka } = require("kafkajs")`, `import { Kafka } from 'kafkajs'`, `await import('kafkajs')`} {
-		if m := nodeImport.FindStringSubmatch(src); m == nil || m[1] != "kafkajs" {
+		if m := nodeImport().FindStringSubmatch(src); m == nil || m[1] != "kafkajs" {
 			t.Errorf("node import of %q not found", src)
 		}
 	}

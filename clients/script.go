@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // maxScript bounds what is read of a main script.
@@ -22,9 +23,15 @@ const maxScript = 1 << 20
 // client is taken as identified only when the main script imports it; a
 // package merely installed is not evidence that the process uses it.
 
-var pythonImport = regexp.MustCompile(`(?m)^[ \t]*(?:from[ \t]+(kafka|aiokafka|confluent_kafka)(?:\.[\w.]+)?[ \t]+import\b|import[ \t]+(kafka|aiokafka|confluent_kafka)\b)`)
+// pythonImport and nodeImport are compiled on first use, not in the
+// package's init, which every kdiag command ran (issue 17).
+var pythonImport = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^[ \t]*(?:from[ \t]+(kafka|aiokafka|confluent_kafka)(?:\.[\w.]+)?[ \t]+import\b|import[ \t]+(kafka|aiokafka|confluent_kafka)\b)`)
+})
 
-var nodeImport = regexp.MustCompile(`(?:require\(\s*|import\(\s*|from\s+|import\s+)['"](kafkajs|node-rdkafka)['"]`)
+var nodeImport = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:require\(\s*|import\(\s*|from\s+|import\s+)['"](kafkajs|node-rdkafka)['"]`)
+})
 
 // pythonArgs returns the main script, or the code of -c, or the module of
 // -m, of a python command line (python [options] script|-c code|-m mod).
@@ -107,7 +114,7 @@ func (p *proc) pythonClient() (Client, bool, string) {
 	case code == "":
 		return Client{}, false, "a python process without a main script"
 	}
-	m := pythonImport.FindStringSubmatchIndex(src)
+	m := pythonImport().FindStringSubmatchIndex(src)
 	if m == nil {
 		return Client{}, false, fmt.Sprintf("a python process whose main script %s imports no Kafka client", where)
 	}
@@ -235,7 +242,7 @@ func (p *proc) nodeClient() (Client, bool, string) {
 		return Client{}, false, "a node process without a main script"
 	}
 	var m []int
-	for _, x := range nodeImport.FindAllStringSubmatchIndex(src, -1) {
+	for _, x := range nodeImport().FindAllStringSubmatchIndex(src, -1) {
 		if src[x[2]:x[3]] == "kafkajs" {
 			m = x
 			break

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ThreadSample is one thread of a process at one moment, from
@@ -231,25 +232,26 @@ var HostArch = runtime.GOARCH
 // syscallNames are the numbers of the calls a network thread is seen in,
 // per architecture: arch/x86/entry/syscalls/syscall_64.tbl and
 // syscall_32.tbl, and include/uapi/asm-generic/unistd.h for the
-// architectures that use the generic table (arm64, riscv64, loong64).
-var syscallNames = map[string]map[int]string{
-	"amd64": {0: "read", 1: "write", 7: "poll", 23: "select", 35: "nanosleep", 44: "sendto", 45: "recvfrom",
-		202: "futex", 230: "clock_nanosleep", 232: "epoll_wait", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait", 441: "epoll_pwait2"},
-	"386": {3: "read", 4: "write", 142: "_newselect", 162: "nanosleep", 168: "poll", 240: "futex", 256: "epoll_wait",
-		267: "clock_nanosleep", 308: "pselect6", 309: "ppoll", 319: "epoll_pwait", 441: "epoll_pwait2"},
-	"generic": {22: "epoll_pwait", 63: "read", 64: "write", 72: "pselect6", 73: "ppoll", 98: "futex", 101: "nanosleep",
-		115: "clock_nanosleep", 206: "sendto", 207: "recvfrom", 441: "epoll_pwait2"},
-}
-
-var pollCalls = map[string]bool{"poll": true, "select": true, "_newselect": true, "epoll_wait": true,
-	"pselect6": true, "ppoll": true, "epoll_pwait": true, "epoll_pwait2": true}
+// architectures that use the generic table (arm64, riscv64, loong64). The
+// maps are made on first use: a map literal is built by the package's
+// init, which every kdiag command ran (issue 17).
+var syscallNames = sync.OnceValue(func() map[string]map[int]string {
+	return map[string]map[int]string{
+		"amd64": {0: "read", 1: "write", 7: "poll", 23: "select", 35: "nanosleep", 44: "sendto", 45: "recvfrom",
+			202: "futex", 230: "clock_nanosleep", 232: "epoll_wait", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait", 441: "epoll_pwait2"},
+		"386": {3: "read", 4: "write", 142: "_newselect", 162: "nanosleep", 168: "poll", 240: "futex", 256: "epoll_wait",
+			267: "clock_nanosleep", 308: "pselect6", 309: "ppoll", 319: "epoll_pwait", 441: "epoll_pwait2"},
+		"generic": {22: "epoll_pwait", 63: "read", 64: "write", 72: "pselect6", 73: "ppoll", 98: "futex", 101: "nanosleep",
+			115: "clock_nanosleep", 206: "sendto", 207: "recvfrom", 441: "epoll_pwait2"},
+	}
+})
 
 func archTable(arch string) map[int]string {
 	switch arch {
 	case "amd64", "386":
-		return syscallNames[arch]
+		return syscallNames()[arch]
 	case "arm64", "riscv64", "loong64":
-		return syscallNames["generic"]
+		return syscallNames()["generic"]
 	}
 	return nil
 }
@@ -259,4 +261,10 @@ func SyscallName(arch string, nr int) string { return archTable(arch)[nr] }
 
 // IsPoll reports whether nr is a poll-family call on arch (epoll_wait,
 // epoll_pwait, poll, ppoll, select, ...): what a selector loop waits in.
-func IsPoll(arch string, nr int) bool { return pollCalls[SyscallName(arch, nr)] }
+func IsPoll(arch string, nr int) bool {
+	switch SyscallName(arch, nr) {
+	case "poll", "select", "_newselect", "epoll_wait", "pselect6", "ppoll", "epoll_pwait", "epoll_pwait2":
+		return true
+	}
+	return false
+}

@@ -1,11 +1,17 @@
 package metrics
 
 import (
+	"context"
+	"os"
 	"runtime"
-	"runtime/metrics"
+	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
 
-	"github.com/prometheus/procfs"
+	"github.com/shirou/gopsutil/v4/common"
+	"github.com/shirou/gopsutil/v4/process"
 )
 
 // kdiag's own go_ and process_ families, under the names and with the help
@@ -14,8 +20,11 @@ import (
 // VictoriaMetrics/metrics' WriteProcessMetrics, used before, gives no help
 // text and names that Prometheus's conventions reject (counters without
 // _total, gauges with it): promtool check metrics failed on 70 families.
-// The values come from the runtime (runtime/metrics) and from procfs, the
-// library client_golang's process collector reads /proc with.
+// The values come from the runtime (runtime.ReadMemStats) and from gopsutil,
+// which kdiag reads other processes with anyway: not from procfs, the
+// library client_golang's process collector uses, whose package init ran
+// in every kdiag command (0.2 ms and 30 pages of heap; issue 17) for the
+// few lines of /proc/self read here.
 var (
 	famGoroutines = Family{"go_goroutines", "gauge", "Number of goroutines that currently exist."}
 	famThreads    = Family{"go_threads", "gauge", "Number of OS threads created."}
@@ -33,46 +42,70 @@ var (
 	famMaxFDs     = Family{"process_max_fds", "gauge", "Maximum number of open file descriptors."}
 )
 
-// runtimeSamples are the runtime/metrics read for the go_ families, in
-// this order.
-var runtimeSamples = []string{"/memory/classes/heap/objects:bytes", "/memory/classes/total:bytes", "/gc/cycles/total:gc-cycles", "/gc/gomemlimit:bytes"}
-
 // writeProcess writes kdiag's own go_ and process_ metrics. What cannot be
 // read (no /proc: not Linux) is left out.
 func writeProcess(e *exposition) {
 	e.sample(famGoroutines, float64(runtime.NumGoroutine()))
 	e.sample(famThreads, float64(pprof.Lookup("threadcreate").Count()))
 	e.sample(famGoInfo, 1, "version", runtime.Version())
-	s := make([]metrics.Sample, len(runtimeSamples))
-	for i, name := range runtimeSamples {
-		s[i].Name = name
-	}
-	metrics.Read(s)
-	for i, f := range []Family{famAlloc, famSys, famGCCycles, famMemLimit} {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			e.sample(f, float64(s[i].Value.Uint64()))
+	// runtime.ReadMemStats, not runtime/metrics, whose package init (a
+	// table of every runtime metric, 15 KB) ran in every kdiag command
+	// (issue 17). It stops the world for a few microseconds, once a scrape.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	e.sample(famAlloc, float64(ms.HeapAlloc))
+	e.sample(famSys, float64(ms.Sys))
+	e.sample(famGCCycles, float64(ms.NumGC))
+	e.sample(famMemLimit, float64(debug.SetMemoryLimit(-1)))
+
+	// kdiag's own /proc (never HOST_PROC, which gopsutil would otherwise
+	// read), and the pid that /proc numbers it by, as /proc/self would.
+	ctx := context.WithValue(context.Background(), common.EnvKey, common.EnvMap{common.HostProcEnvKey: "/proc"})
+	pid := os.Getpid()
+	if s, err := os.Readlink("/proc/self"); err == nil {
+		if n, err := strconv.Atoi(s); err == nil {
+			pid = n
 		}
 	}
-
-	p, err := procfs.Self()
+	p, err := process.NewProcessWithContext(ctx, int32(pid))
 	if err != nil {
 		return
 	}
-	if st, err := p.Stat(); err == nil {
-		e.sample(famCPU, st.CPUTime())
-		e.sample(famRSS, float64(st.ResidentMemory()))
-		e.sample(famVSZ, float64(st.VirtualMemory()))
-		if start, err := st.StartTime(); err == nil {
-			e.sample(famStart, start)
-		}
+	if t, err := p.TimesWithContext(ctx); err == nil {
+		e.sample(famCPU, t.User+t.System)
 	}
-	if status, err := p.NewStatus(); err == nil {
-		e.sample(famRSSPeak, float64(status.VmHWM))
+	if m, err := p.MemoryInfoWithContext(ctx); err == nil {
+		e.sample(famRSS, float64(m.RSS))
+		e.sample(famVSZ, float64(m.VMS))
 	}
-	if n, err := p.FileDescriptorsLen(); err == nil {
+	if ms, err := p.CreateTimeWithContext(ctx); err == nil {
+		e.sample(famStart, float64(ms)/1000)
+	}
+	if hwm, ok := vmHWM("/proc/self/status"); ok {
+		e.sample(famRSSPeak, hwm)
+	}
+	if n, err := p.NumFDsWithContext(ctx); err == nil {
 		e.sample(famOpenFDs, float64(n))
 	}
-	if l, err := p.Limits(); err == nil {
-		e.sample(famMaxFDs, float64(l.OpenFiles))
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil {
+		e.sample(famMaxFDs, float64(l.Cur))
 	}
+}
+
+// vmHWM returns the peak resident set size in bytes from the VmHWM line of
+// a /proc/<pid>/status file. Not getrusage's ru_maxrss: that keeps the
+// peak of what the process was before its execve.
+func vmHWM(path string) (float64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return float64(kb) * 1024, err == nil
+		}
+	}
+	return 0, false
 }

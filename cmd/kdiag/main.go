@@ -33,7 +33,7 @@ func run() int {
 		exe = os.Args[0]
 	}
 	f := cmdutil.NewFactory(cmdutil.System(), exe)
-	cmd := root.NewCmdRoot(f)
+	cmd := root.NewCmdRootFor(f, os.Args[1:])
 	if err := cmd.Execute(); err != nil {
 		if strings.HasPrefix(err.Error(), "unknown command") {
 			// cobra's own usage error, not a flag error: exit 2 like the others.

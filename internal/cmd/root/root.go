@@ -18,8 +18,65 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// commands are kdiag's subcommands in the order help lists them, each a
+// constructor: a new command is one line here.
+var commands = []struct {
+	name string
+	new  func(*cmdutil.Factory) *cobra.Command
+}{
+	{"version", version.NewCmdVersion},
+	{"scan", func(f *cmdutil.Factory) *cobra.Command { return scan.NewCmdScan(f, nil) }},
+	{"broker", func(f *cmdutil.Factory) *cobra.Command { return brokercmd.NewCmdBroker(f, nil) }},
+	{"lint", func(f *cmdutil.Factory) *cobra.Command { return lintcmd.NewCmdLint(f, nil) }},
+	{"rules", func(f *cmdutil.Factory) *cobra.Command { return rulescmd.NewCmdRules(f, nil) }},
+	{"produce", func(f *cmdutil.Factory) *cobra.Command { return producecmd.NewCmdProduce(f, nil) }},
+	{"watch", func(f *cmdutil.Factory) *cobra.Command { return watch.NewCmdWatch(f, nil) }},
+	{"report", func(f *cmdutil.Factory) *cobra.Command { return reportcmd.NewCmdReport(f, nil) }},
+	{"repro", func(f *cmdutil.Factory) *cobra.Command { return reprocmd.NewCmdRepro(f, nil) }},
+	{"doctor", func(f *cmdutil.Factory) *cobra.Command { return doctorcmd.NewCmdDoctor(f, nil) }},
+}
+
 // NewCmdRoot returns the kdiag command with every subcommand attached.
 func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	return buildRoot(f, "")
+}
+
+// NewCmdRootFor returns the kdiag command to run args (os.Args[1:]): when
+// they name a subcommand, with only that one attached, since building a
+// command allocates its flags and touches its package's code, and a run
+// of `kdiag version` should not pay for watch's forty flags (issue 17).
+// Anything else (no command, help, completion, a flag or name it does not
+// know) gets every subcommand, so that help and cobra's suggestions see
+// them all.
+func NewCmdRootFor(f *cmdutil.Factory, args []string) *cobra.Command {
+	return buildRoot(f, commandName(args))
+}
+
+// commandName returns the subcommand args run, skipping the root's own
+// flag (--proc-root), or "" when they run none of kdiag's commands.
+func commandName(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--proc-root":
+			i++
+			continue
+		case strings.HasPrefix(a, "--proc-root="):
+			continue
+		}
+		for _, c := range commands {
+			if c.name == a {
+				return a
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
+// buildRoot returns the root with the subcommand named only, or with every
+// one when only is "".
+func buildRoot(f *cmdutil.Factory, only string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kdiag <command> [flags]",
 		Short: "Diagnose CLOSE_WAIT buildup between Kafka producers and brokers",
@@ -38,18 +95,11 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return cmdutil.UsageErrorf("%s (see '%s --help')", flagError(err), c.CommandPath())
 	})
-
-	cmd.AddCommand(version.NewCmdVersion(f))
-	cmd.AddCommand(scan.NewCmdScan(f, nil))
-	cmd.AddCommand(brokercmd.NewCmdBroker(f, nil))
-	cmd.AddCommand(lintcmd.NewCmdLint(f, nil))
-	cmd.AddCommand(rulescmd.NewCmdRules(f, nil))
-	cmd.AddCommand(producecmd.NewCmdProduce(f, nil))
-	cmd.AddCommand(watch.NewCmdWatch(f, nil))
-	cmd.AddCommand(reportcmd.NewCmdReport(f, nil))
-	cmd.AddCommand(reprocmd.NewCmdRepro(f, nil))
-	cmd.AddCommand(doctorcmd.NewCmdDoctor(f, nil))
-	// Subcommands register here, one line each.
+	for _, c := range commands {
+		if only == "" || c.name == only {
+			cmd.AddCommand(c.new(f))
+		}
+	}
 	usageArgs(cmd)
 	return cmd
 }

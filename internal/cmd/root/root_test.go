@@ -1,6 +1,7 @@
 package root
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,4 +62,55 @@ func TestHelpShowsBoolFlagsPlainly(t *testing.T) {
 		}
 	}
 	walk(cmd)
+}
+
+func TestCommandName(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"version"}, "version"},
+		{[]string{"scan", "--state", "close-wait"}, "scan"},
+		{[]string{"--proc-root", "/x", "doctor", "--pid", "1"}, "doctor"},
+		{[]string{"--proc-root=/x", "lint", "a.properties"}, "lint"},
+		{[]string{"help", "scan"}, ""},
+		{[]string{"completion", "bash"}, ""},
+		{[]string{"__complete", "sc"}, ""},
+		{[]string{"--help"}, ""},
+		{[]string{"verison"}, ""},
+		{[]string{"--proc-root"}, ""},
+	}
+	for _, tt := range tests {
+		if got := commandName(tt.args); got != tt.want {
+			t.Errorf("commandName(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestRootForIsTheSame: a tree built for one command runs it as the whole
+// tree does: its help (which also lists the root's flags) and its argument
+// errors read the same.
+func TestRootForIsTheSame(t *testing.T) {
+	run := func(cmd *cobra.Command, out *strings.Builder, args []string) error {
+		cmd.SetOut(out)
+		cmd.SetErr(out)
+		cmd.SetArgs(args)
+		return cmd.Execute()
+	}
+	for _, c := range commands {
+		for _, args := range [][]string{{c.name, "--help"}, {"--proc-root", "/nonexistent", c.name, "--no-such-flag"}} {
+			io, _, _, _ := cmdutil.Test()
+			var all, one strings.Builder
+			errAll := run(NewCmdRoot(cmdutil.NewFactory(io, "kdiag")), &all, args)
+			root := NewCmdRootFor(cmdutil.NewFactory(io, "kdiag"), args)
+			if n := len(root.Commands()); n != 1 {
+				t.Errorf("%q: the tree has %d commands, want 1", args, n)
+			}
+			errOne := run(root, &one, args)
+			if all.String() != one.String() || fmt.Sprint(errAll) != fmt.Sprint(errOne) {
+				t.Errorf("%q: whole tree %q (%v), one command %q (%v)", args, all.String(), errAll, one.String(), errOne)
+			}
+		}
+	}
 }

@@ -160,7 +160,11 @@ func trimNUL(b []byte) []byte {
 }
 
 // tableIndex is what a scan's dumps listed, for heldClosed: every inode,
-// and in a repeated scan the addresses of the CLOSE_WAIT sockets.
+// and in a repeated scan the addresses of the CLOSE_WAIT sockets. A
+// Scanner keeps one and reuses its slices scan after scan (reset): made
+// afresh, they were appended to from empty every scan, some five times
+// their final size allocated on the way (1.25x growth past 256 elements:
+// 11 MB a scan at 20,000 CLOSE_WAIT and 40,000 ESTABLISHED sockets).
 type tableIndex struct {
 	inodes []uint64
 	cw     []endpointOf
@@ -179,8 +183,21 @@ type endpoint struct {
 	seen          uint64 // the Scanner's dump that last saw it
 }
 
+// reset empties t for a scan, keeping its slices' memory unless the last
+// scan used under a quarter of it (the sockets went away).
+func (t *tableIndex) reset() {
+	if cap(t.inodes) > 4*len(t.inodes)+1024 {
+		t.inodes = nil
+	}
+	if cap(t.cw) > 4*len(t.cw)+1024 {
+		t.cw = nil
+	}
+	t.inodes, t.cw = t.inodes[:0], t.cw[:0]
+}
+
 // add notes socks, before the query's filter.
 func (t *tableIndex) add(socks []Socket, endpoints bool) {
+	t.inodes = slices.Grow(t.inodes, len(socks))
 	for i := range socks {
 		x := &socks[i]
 		if x.Inode == 0 {

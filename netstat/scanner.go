@@ -108,6 +108,8 @@ type Scanner struct {
 	endpoints map[uint64]endpoint
 	// held carries the held CLOSE sockets between full fd walks.
 	held heldCache
+	// tables is the scan's tableIndex, its memory reused by the next.
+	tables tableIndex
 
 	attr *Attributor
 	// iter is the socket fd iterator (FDs), opened on first use, with
@@ -210,7 +212,8 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	}()
 	var tables *tableIndex
 	if wantClose {
-		tables = &tableIndex{}
+		tables = &s.tables
+		tables.reset()
 	}
 	// A scan with CLOSE that reads every fd (a one-shot scan, or one that
 	// passed over the socket fds) keeps the sockets it was not asked for:

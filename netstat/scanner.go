@@ -110,6 +110,8 @@ type Scanner struct {
 	held heldCache
 	// tables is the scan's tableIndex, its memory reused by the next.
 	tables tableIndex
+	// sortKeys are a repeated scan's sort keys, reused by the next.
+	sortKeys []sortKey
 
 	attr *Attributor
 	// iter is the socket fd iterator (FDs), opened on first use, with
@@ -279,7 +281,11 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
 	s.restrict(snap, sel)
 	s.phase("held, ages, unseen")
-	sortSockets(snap.Sockets)
+	if s.NoCache {
+		sortSockets(snap.Sockets)
+	} else {
+		sortSocketsWith(snap.Sockets, &s.sortKeys)
+	}
 	s.phase("sorted")
 	s.sumStats(stats)
 	s.lastStats.Passes += s.attr.heldPasses

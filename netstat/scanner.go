@@ -101,11 +101,11 @@ type Scanner struct {
 	// which decides how a tcp_info scan asks (see infoRequest).
 	others int
 
-	// endpoints remembers, in a repeated scan of a query with CLOSE, the
-	// addresses of the CLOSE_WAIT sockets it saw, by inode: a socket the
+	// cws remembers, in a repeated scan of a query with CLOSE, the
+	// CLOSE_WAIT sockets it saw, by inode (see cwIndex): a socket the
 	// kernel later resets keeps its inode, so the held CLOSE fd it becomes
 	// is still known to point at its broker.
-	endpoints map[uint64]endpoint
+	cws cwIndex
 	// held carries the held CLOSE sockets between full fd walks.
 	held heldCache
 	// tables is the scan's tableIndex, its memory reused by the next.
@@ -223,6 +223,10 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if wantClose {
 		tables = &s.tables
 		tables.reset()
+		if !s.NoCache {
+			s.cws.gen++
+			tables.cw = &s.cws
+		}
 	}
 	// A scan with CLOSE that reads every fd (a one-shot scan, or one that
 	// passed over the socket fds) keeps the sockets it was not asked for:
@@ -517,7 +521,7 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 			socks = snap.Sockets[start:]
 		}
 		if tables != nil {
-			tables.add(socks, !s.NoCache)
+			tables.add(socks)
 		}
 		kept := socks[:0]
 		for i := range socks {

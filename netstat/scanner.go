@@ -335,6 +335,11 @@ func (s *Scanner) Recycle(snap *Snapshot) {
 	s.spare = socks[:0]
 }
 
+// DropRecycled lets go of the memory Recycle gave back, for a caller done
+// scanning that needs the memory for something else (kdiag watch's final
+// analysis): the next Scan, if any, allocates afresh.
+func (s *Scanner) DropRecycled() { s.spare = nil }
+
 // sameMemory reports whether a and b are slices of one array (their
 // capacities end at the same element).
 func sameMemory(a, b []Socket) bool {

@@ -54,6 +54,16 @@ func (c *socketCollector) collect() []Socket {
 	return out
 }
 
+// collectRoom is collect with room for extra more sockets after them.
+func (c *socketCollector) collectRoom(extra int) []Socket {
+	if c.n == 0 && cap(c.s)-len(c.s) >= extra {
+		return c.s
+	}
+	out := c.appendTo(slices.Grow(c.s, c.n+extra))
+	c.s = out
+	return out
+}
+
 // len returns the number of sockets added; 0 for a nil collector.
 func (c *socketCollector) len() int {
 	if c == nil {

@@ -43,6 +43,22 @@ func TestSocketCollector(t *testing.T) {
 			if c2.n != 0 || !slices.Equal(c2.collect(), want) {
 				t.Errorf("reused buffer spilled %d sockets", c2.n)
 			}
+			// collectRoom leaves room for more after them, in the same
+			// memory when it has it.
+			for _, extra := range []int{0, 3, collectorChunk} {
+				c3 := &socketCollector{s: make([]Socket, 0, tc.capacity)}
+				for _, s := range want {
+					c3.add(s)
+				}
+				spilled := c3.n > 0
+				got := c3.collectRoom(extra)
+				if !slices.Equal(got, want) || cap(got)-len(got) < extra {
+					t.Errorf("collectRoom(%d): %d sockets with room for %d, want %d with room for %d", extra, len(got), cap(got)-len(got), len(want), extra)
+				}
+				if inPlace := cap(got) == tc.capacity; tc.capacity > 0 && inPlace == (spilled || tc.n+extra > tc.capacity) {
+					t.Errorf("collectRoom(%d): in the buffer %v with %d spilled and %d room needed", extra, inPlace, c3.n, tc.n+extra)
+				}
+			}
 		})
 	}
 }

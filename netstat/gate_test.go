@@ -216,3 +216,41 @@ func TestScanGateStopsKeepingWhenWoken(t *testing.T) {
 		t.Error("the scan after a still one dumped")
 	}
 }
+
+// TestScanRecycleGated checks that a snapshot the gate keeps to serve
+// again is not reused when given back: the next scan serves it whole.
+func TestScanRecycleGated(t *testing.T) {
+	f := newFixture(t)
+	g := newGated(t, SourceNetlink)
+	if _, err := DumpNetlink(States(Listen)); err != nil {
+		t.Skipf("netlink unavailable: %v", err)
+	}
+	q := Query{States: States(CloseWait), PIDs: []int{os.Getpid(), f.child.PID}}
+	g.Recycle(g.scan(t, q))
+	g.clock = g.clock.Add(time.Second)
+	kept := g.scan(t, q) // the count held since the first: the gate keeps it
+	want := len(kept.Sockets)
+	if want != len(f.closeWait) {
+		t.Fatalf("second scan: %d sockets, want %d", want, len(f.closeWait))
+	}
+	g.Recycle(kept)
+	if len(kept.Sockets) != want {
+		t.Fatalf("Recycle emptied the snapshot the gate keeps: %d sockets left of %d", len(kept.Sockets), want)
+	}
+	g.clock = g.clock.Add(time.Second)
+	served := g.scan(t, q)
+	if !served.Unchanged || len(served.Sockets) != want {
+		t.Fatalf("third scan: Unchanged %v, %d sockets, want the kept dump's %d served", served.Unchanged, len(served.Sockets), want)
+	}
+	g.Recycle(served)
+	// The counter moves: a dump, into memory of its own.
+	g.count++
+	g.clock = g.clock.Add(time.Second)
+	dumped := g.scan(t, q)
+	if dumped.Unchanged || len(dumped.Sockets) != want {
+		t.Fatalf("fourth scan: Unchanged %v, %d sockets, want a dump of %d", dumped.Unchanged, len(dumped.Sockets), want)
+	}
+	if sameMemory(dumped.Sockets, served.Sockets) {
+		t.Error("the dump reused the served snapshot's sockets")
+	}
+}

@@ -71,7 +71,9 @@ type dumpOptions struct {
 	// chunks, and the dump returns none: a one-shot scan joins every
 	// namespace's into one slice of their total size (Scanner.Scan)
 	// and dedups each there, so that no namespace's sockets are ever
-	// held twice. It must start empty; on an error it holds nothing.
+	// held twice. It must start with no sockets (its s may have room:
+	// a recycled snapshot's, which the dump fills first); on an error it
+	// holds nothing.
 	spill *socketCollector
 	// library reads the replies through mdlayher/netlink's ReceiveIter
 	// instead of receiveDump: only BenchmarkDumpNetlink sets it, to

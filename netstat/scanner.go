@@ -101,13 +101,24 @@ type Scanner struct {
 	// which decides how a tcp_info scan asks (see infoRequest).
 	others int
 
-	// endpoints remembers, in a repeated scan of a query with CLOSE, the
-	// addresses of the CLOSE_WAIT sockets it saw, by inode: a socket the
+	// cws remembers, in a repeated scan of a query with CLOSE, the
+	// CLOSE_WAIT sockets it saw, by inode (see cwIndex): a socket the
 	// kernel later resets keeps its inode, so the held CLOSE fd it becomes
 	// is still known to point at its broker.
-	endpoints map[uint64]endpoint
+	cws cwIndex
 	// held carries the held CLOSE sockets between full fd walks.
 	held heldCache
+	// tables is the scan's tableIndex, its memory reused by the next.
+	tables tableIndex
+	// sortKeys are a repeated scan's sort keys, reused by the next.
+	sortKeys []sortKey
+	// spare is the sockets' memory of a snapshot given back (Recycle),
+	// which the next dump of the scanner's own namespace decodes into.
+	spare []Socket
+	// dedupInodes is a repeated scan's inode buffer for dedupSocketsWith.
+	dedupInodes []uint64
+	// lastDumped is the number of sockets the last scan's dumps listed.
+	lastDumped int
 
 	attr *Attributor
 	// iter is the socket fd iterator (FDs), opened on first use, with
@@ -210,7 +221,12 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	}()
 	var tables *tableIndex
 	if wantClose {
-		tables = &tableIndex{}
+		tables = &s.tables
+		tables.reset()
+		if !s.NoCache {
+			s.cws.gen++
+			tables.cw = &s.cws
+		}
 	}
 	// A scan with CLOSE that reads every fd (a one-shot scan, or one that
 	// passed over the socket fds) keeps the sockets it was not asked for:
@@ -276,7 +292,11 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
 	s.restrict(snap, sel)
 	s.phase("held, ages, unseen")
-	sortSockets(snap.Sockets)
+	if s.NoCache {
+		sortSockets(snap.Sockets)
+	} else {
+		sortSocketsWith(snap.Sockets, &s.sortKeys)
+	}
 	s.phase("sorted")
 	s.sumStats(stats)
 	s.lastStats.Passes += s.attr.heldPasses
@@ -289,6 +309,41 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 		s.gate.dumpedAt(snap, q, changes)
 	}
 	return snap, nil
+}
+
+// Recycle gives snap, a snapshot s.Scan returned, back to s: the caller is
+// done with it, and the next Scan may decode its dump into the memory of
+// snap's sockets instead of allocating a slice for it (60,000 sockets: 7.7
+// MB a scan, and the dump's spill chunks beside it). snap.Sockets is set to
+// nil; no other reference to those sockets may be used after (they will
+// be overwritten). Recycle is optional: a snapshot not given back stays
+// valid and unaltered by later scans (except one a gated Scanner served,
+// see Changes). A snapshot whose sockets the gate keeps to serve again is
+// left as it is, and a Scanner with NoCache reuses nothing.
+func (s *Scanner) Recycle(snap *Snapshot) {
+	if snap == nil || s.NoCache {
+		return
+	}
+	if g := s.gate.last; g != nil && sameMemory(g.Sockets, snap.Sockets) {
+		return // the gate serves these again
+	}
+	socks := snap.Sockets
+	snap.Sockets = nil
+	if cap(socks) == 0 || (s.lastDumped > 0 && cap(socks) > 4*s.lastDumped+1024) {
+		return // nothing to reuse, or more than the sockets left need
+	}
+	s.spare = socks[:0]
+}
+
+// DropRecycled lets go of the memory Recycle gave back, for a caller done
+// scanning that needs the memory for something else (kdiag watch's final
+// analysis): the next Scan, if any, allocates afresh.
+func (s *Scanner) DropRecycled() { s.spare = nil }
+
+// sameMemory reports whether a and b are slices of one array (their
+// capacities end at the same element).
+func sameMemory(a, b []Socket) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:cap(a)][cap(a)-1] == &b[:cap(b)][cap(b)-1]
 }
 
 // fdSource readies attribution's source of socket fds: for a one-shot scan
@@ -414,9 +469,25 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 		}
 		spilled = spilled || d.spill != nil
 	}
+	if !s.NoCache {
+		s.lastDumped = total
+	}
 	join := full > 1 || spilled
-	if join {
+	// inPlace is the dump whose sockets are in snap.Sockets already: the
+	// host's, decoded into a recycled snapshot's memory (see Recycle), its
+	// spill (when it outgrew that) joined after them, with room for the
+	// other namespaces'.
+	inPlace := -1
+	if len(dumps) > 0 && dumps[0].err == nil && dumps[0].spill != nil && cap(dumps[0].spill.s) > 0 {
+		d := &dumps[0]
+		snap.Sockets = d.spill.collectRoom(total - d.spill.len())
+		inPlace, join = 0, true
+	} else if join {
 		snap.Sockets = make([]Socket, 0, total)
+	}
+	var inodes *[]uint64
+	if !s.NoCache {
+		inodes = &s.dedupInodes
 	}
 	// Joined and filtered first, attributed after: a one-shot scan's pass
 	// over the socket fds may still be running, and is told what to find
@@ -427,7 +498,7 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 	}
 	var ranges []nsRange
 	sources := map[string]bool{}
-	for _, d := range dumps {
+	for i, d := range dumps {
 		g := d.group
 		n.merge(&d.notes)
 		if err := ctx.Err(); err != nil {
@@ -444,15 +515,18 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 		socks := d.socks
 		start := len(snap.Sockets)
 		switch {
+		case i == inPlace:
+			start = 0
+			socks = dedupSocketsWith(snap.Sockets, inodes)
 		case d.spill != nil:
 			snap.Sockets = d.spill.appendTo(snap.Sockets)
-			socks = dedupSocketsWith(snap.Sockets[start:], nil)
+			socks = dedupSocketsWith(snap.Sockets[start:], inodes)
 		case join:
 			snap.Sockets = append(snap.Sockets, d.socks...)
 			socks = snap.Sockets[start:]
 		}
 		if tables != nil {
-			tables.add(socks, !s.NoCache)
+			tables.add(socks)
 		}
 		kept := socks[:0]
 		for i := range socks {
@@ -727,6 +801,8 @@ type nsDump struct {
 // A canceled ctx skips the dumps not yet started.
 func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, states, info StateSet) []nsDump {
 	out := make([]nsDump, len(groups))
+	spare := s.spare
+	s.spare = nil
 	one := func(i int) {
 		d := &out[i]
 		d.group = groups[i]
@@ -734,7 +810,11 @@ func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, 
 			d.err = err
 			return
 		}
-		d.socks, d.spill, d.src, d.err = s.dump(groups[i], source, states, info, &d.notes)
+		var into []Socket
+		if i == 0 && groups[i].host {
+			into = spare
+		}
+		d.socks, d.spill, d.src, d.err = s.dump(groups[i], into, source, states, info, &d.notes)
 	}
 	if len(groups) == 1 {
 		one(0)
@@ -757,8 +837,10 @@ func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, 
 // dump reads the sockets of one namespace from the chosen source. It is
 // called for several namespaces at once (dumpAll): it reads the Scanner's
 // settings and writes only n. A netlink dump returns its sockets unjoined,
-// in spill (joined in collect); /proc/net/tcp's, in socks.
-func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes) (socks []Socket, spill *socketCollector, src string, err error) {
+// in spill (joined in collect), decoded into into's memory as far as it
+// goes (a recycled snapshot's, empty: see Recycle); /proc/net/tcp's, in
+// socks.
+func (s *Scanner) dump(g nsGroup, into []Socket, source string, states, info StateSet, n *notes) (socks []Socket, spill *socketCollector, src string, err error) {
 	useNetlink := source == SourceNetlink || (source == SourceAuto && s.ProcRoot == "/proc")
 	if useNetlink {
 		pid := 0
@@ -771,7 +853,7 @@ func (s *Scanner) dump(g nsGroup, source string, states, info StateSet, n *notes
 		// decode buffer of the last dump's size and copied the result out
 		// of it: at 60,000 sockets 7.7 MB held between scans, besides the
 		// snapshot.
-		o.spill = &socketCollector{}
+		o.spill = &socketCollector{s: into[:0]}
 		switch {
 		case g.host:
 			socks, err = dumpNetlinkHost(states, o)

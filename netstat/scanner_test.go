@@ -597,3 +597,62 @@ func TestScanSeveralNetNS(t *testing.T) {
 		}
 	}
 }
+
+// TestScanRecycle checks the ownership of a repeated scan's sockets: a
+// snapshot not given back stays as it was through later scans, and one given
+// back (Recycle) is emptied and its memory is the next dump's, which finds
+// the same sockets as a scan into new memory.
+func TestScanRecycle(t *testing.T) {
+	f := newFixture(t)
+	for _, src := range sources(t) {
+		t.Run(src, func(t *testing.T) {
+			s := NewScanner("/proc")
+			defer s.Close()
+			s.Source = src
+			q := Query{States: States(CloseWait, Established), PIDs: []int{os.Getpid(), f.child.PID}}
+			for _, c := range f.closeWait {
+				q.RemotePorts = append(q.RemotePorts, c.Remote.Port())
+			}
+			scan := func() *Snapshot {
+				t.Helper()
+				snap, err := s.Scan(context.Background(), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return snap
+			}
+			first := scan()
+			held := slices.Clone(first.Sockets)
+			second := scan()
+			if !slices.Equal(held, first.Sockets) {
+				t.Errorf("a later scan altered a snapshot not given back:\nbefore %+v\nafter  %+v", held, first.Sockets)
+			}
+			if sameMemory(first.Sockets, second.Sockets) {
+				t.Error("two scans share sockets without a Recycle")
+			}
+			mem := second.Sockets
+			s.Recycle(second)
+			if second.Sockets != nil {
+				t.Errorf("Recycle left %d sockets in the snapshot", len(second.Sockets))
+			}
+			third := scan()
+			norm := func(socks []Socket) []seen {
+				var out []seen
+				for _, x := range socks {
+					out = append(out, fromScan(x))
+				}
+				return out
+			}
+			if d := cmp.Diff(norm(held), norm(third.Sockets)); d != "" {
+				t.Errorf("scan into recycled memory differs (-first +third):\n%s", d)
+			}
+			if len(third.Sockets) != len(f.closeWait) {
+				t.Errorf("third scan: %d sockets, want %d", len(third.Sockets), len(f.closeWait))
+			}
+			// Only a netlink dump decodes into the recycled memory.
+			if reused := sameMemory(mem, third.Sockets); reused != (src == SourceNetlink) {
+				t.Errorf("third scan reused the recycled sockets: %v, want %v", reused, src == SourceNetlink)
+			}
+		})
+	}
+}

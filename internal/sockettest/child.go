@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -51,6 +52,12 @@ type Spec struct {
 	// KeepAlive is the CloseWait clients' keepalive idle and interval (the
 	// KeepAlive option); 0 keeps Go's default.
 	KeepAlive time.Duration `json:"keep_alive"`
+	// DeferKeepAlive has the CloseWait clients start with keepalive off, so
+	// that they stay in CLOSE_WAIT (no timer runs there) until the test
+	// calls Child.StartKeepAlive, which turns it on with KeepAlive. The test
+	// then says when they may leave CLOSE_WAIT, and need not see them there
+	// before a timer it does not control moves them on.
+	DeferKeepAlive bool `json:"defer_keep_alive"`
 	// FinTimeout, with NetNS, sets net.ipv4.tcp_fin_timeout in the child's
 	// namespace (the setting is per namespace): how long the peers'
 	// FIN_WAIT_2 sides live, after which a keepalive probe gets an RST.
@@ -94,6 +101,18 @@ func (c *Child) Sockets() []*Socket {
 	out = append(out, c.Established...)
 	return append(out, c.CloseWait...)
 }
+
+// StartKeepAlive turns keepalive on, every Spec.KeepAlive, on the CloseWait
+// clients of a child started with Spec.DeferKeepAlive. With FinTimeout they
+// then leave CLOSE_WAIT for held CLOSE within FinTimeout plus a few probes;
+// wait for that state with a bound.
+func (c *Child) StartKeepAlive() error {
+	_, err := io.WriteString(c.stdin, keepAliveCmd+"\n")
+	return err
+}
+
+// keepAliveCmd is the line on the child's stdin that has it turn keepalive on.
+const keepAliveCmd = "keepalive"
 
 // Stop closes the child's stdin, which makes it close its sockets and exit,
 // and reaps it, killing it if it has not exited within 10 s. It is safe to
@@ -268,7 +287,11 @@ func runChild(js string, in io.Reader, out io.Writer) error {
 		}
 	}
 	if spec.CloseWait > 0 {
-		socks, closer, err := newCloseWait(spec.Network, spec.CloseWait, options{peerData: spec.PeerData, readToEOF: spec.ReadToEOF, keepAlive: spec.KeepAlive})
+		o := options{peerData: spec.PeerData, readToEOF: spec.ReadToEOF, keepAlive: spec.KeepAlive}
+		if spec.DeferKeepAlive {
+			o.keepAlive = -1
+		}
+		socks, closer, err := newCloseWait(spec.Network, spec.CloseWait, o)
 		cs = append(cs, closer)
 		if err != nil {
 			return err
@@ -284,13 +307,36 @@ func runChild(js string, in io.Reader, out io.Writer) error {
 	}
 	eof := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(io.Discard, in)
-		eof <- err
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			if sc.Text() == keepAliveCmd {
+				if err := startKeepAlive(c.CloseWait, spec.KeepAlive); err != nil {
+					eof <- err
+					return
+				}
+			}
+		}
+		eof <- sc.Err()
 	}()
 	select {
-	case <-eof:
+	case err := <-eof:
+		return err
 	case <-deadline:
 		return errors.New("lifetime over before the parent closed stdin")
+	}
+}
+
+// startKeepAlive turns keepalive on, every d (at least 1 s), on socks.
+func startKeepAlive(socks []*Socket, d time.Duration) error {
+	k := max(d.Round(time.Second), time.Second)
+	for _, s := range socks {
+		c, ok := s.conn.(*net.TCPConn)
+		if !ok {
+			return fmt.Errorf("%s: not a TCP connection", s)
+		}
+		if err := c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: k, Interval: k, Count: 9}); err != nil {
+			return fmt.Errorf("%s: keepalive: %w", s, err)
+		}
 	}
 	return nil
 }

@@ -114,7 +114,8 @@ type options struct {
 // (TCP_KEEPIDLE and TCP_KEEPINTVL d, rounded to seconds, at least 1): once
 // the peer's FIN_WAIT_2 side is gone (net.ipv4.tcp_fin_timeout), the next
 // probe gets an RST and the socket leaves CLOSE_WAIT for CLOSE, unhashed,
-// its fd still held. Without it the clients keep Go's default (15 s).
+// its fd still held. Without it the clients keep Go's default (15 s); with
+// d < 0 keepalive is off.
 func KeepAlive(d time.Duration) Option { return func(o *options) { o.keepAlive = d } }
 
 // PeerData makes each CloseWait peer write k bytes before it closes. The
@@ -336,9 +337,12 @@ func newCloseWait(network string, n int, o options) ([]*Socket, io.Closer, error
 	clients := make([]*net.TCPConn, 0, n)
 	var dialErr error
 	var d net.Dialer
-	if o.keepAlive > 0 {
+	switch {
+	case o.keepAlive > 0:
 		k := max(o.keepAlive.Round(time.Second), time.Second)
 		d.KeepAliveConfig = net.KeepAliveConfig{Enable: true, Idle: k, Interval: k, Count: 9}
+	case o.keepAlive < 0: // off (Spec.DeferKeepAlive)
+		d.KeepAlive = -1
 	}
 	for range n {
 		c, err := d.Dial(network, ln.Local.String())

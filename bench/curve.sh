@@ -55,7 +55,7 @@ M=$((M / 2 * 2)) # both ends of M/2 connections
 READY_WAIT=600 hold_sockets "$BIN/mksockets" "$BIN" "$N" "$M" 40m
 echo "== $SIZE sockets: $(ss -tanH state close-wait | wc -l) CLOSE_WAIT, $(ss -tanH state established | wc -l) ESTABLISHED; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 K=$BIN/kdiag
-"$BIN/scanbench" -runs "$RUNS" -label "$SIZE" -tsv "$OUT" \
+"$BIN/scanbench" -runs "$RUNS" -warmup 1 -label "$SIZE" -tsv "$OUT" \
   "$K scan --state close-wait -o json" \
   "ss -tan state close-wait" \
   "ss -tanp state close-wait" \

@@ -77,6 +77,7 @@ func main() {
 	quiet := flag.Float64("quiet", 0, "wait until the 1-minute load is below this first (0: do not wait)")
 	quietWait := flag.Duration("quiet-wait", 5*time.Minute, "wait at most this long for -quiet")
 	exitOK := flag.String("exit-ok", "0", "comma list of exit codes that count as success (kdiag watch exits 3 when it could not see everything)")
+	warmup := flag.Int("warmup", 0, "untimed runs of each command first (the page cache and the kernel's caches warmed, just after the sockets were made)")
 	tsv := flag.String("tsv", "", "also append the rows, tab-separated, to this file (label, command, median, min, max wall ms, median CPU ms, median and max peak RSS MiB, runs, lowest and highest load)")
 	flag.Parse()
 	cmds := flag.Args()
@@ -91,6 +92,17 @@ func main() {
 	}
 	if *quiet > 0 {
 		waitQuiet(*quiet, *quietWait)
+	}
+	for range *warmup {
+		for _, c := range cmds {
+			args := strings.Fields(c)
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Stdout, cmd.Stderr = null, null
+			if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", c, err)
+				os.Exit(1)
+			}
+		}
 	}
 	res := make([]result, len(cmds))
 	for r := range *runs {

@@ -328,13 +328,12 @@ func runChild(js string, in io.Reader, out io.Writer) error {
 
 // startKeepAlive turns keepalive on, every d (at least 1 s), on socks.
 func startKeepAlive(socks []*Socket, d time.Duration) error {
-	k := max(d.Round(time.Second), time.Second)
 	for _, s := range socks {
 		c, ok := s.conn.(*net.TCPConn)
 		if !ok {
 			return fmt.Errorf("%s: not a TCP connection", s)
 		}
-		if err := c.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: k, Interval: k, Count: 9}); err != nil {
+		if err := c.SetKeepAliveConfig(keepAliveConfig(d)); err != nil {
 			return fmt.Errorf("%s: keepalive: %w", s, err)
 		}
 	}

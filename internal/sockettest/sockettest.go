@@ -118,6 +118,12 @@ type options struct {
 // d < 0 keepalive is off.
 func KeepAlive(d time.Duration) Option { return func(o *options) { o.keepAlive = d } }
 
+// keepAliveConfig probes every d (rounded to seconds, at least 1).
+func keepAliveConfig(d time.Duration) net.KeepAliveConfig {
+	k := max(d.Round(time.Second), time.Second)
+	return net.KeepAliveConfig{Enable: true, Idle: k, Interval: k, Count: 9}
+}
+
 // PeerData makes each CloseWait peer write k bytes before it closes. The
 // client's Recv-Q is then k+1: Recv-Q is rcv_nxt - copied_seq
 // (net/ipv4/tcp_diag.c tcp_diag_get_info, tcp_ipv4.c get_tcp4_sock), and the
@@ -339,8 +345,7 @@ func newCloseWait(network string, n int, o options) ([]*Socket, io.Closer, error
 	var d net.Dialer
 	switch {
 	case o.keepAlive > 0:
-		k := max(o.keepAlive.Round(time.Second), time.Second)
-		d.KeepAliveConfig = net.KeepAliveConfig{Enable: true, Idle: k, Interval: k, Count: 9}
+		d.KeepAliveConfig = keepAliveConfig(o.keepAlive)
 	case o.keepAlive < 0: // off (Spec.DeferKeepAlive)
 		d.KeepAlive = -1
 	}

@@ -95,9 +95,8 @@ func main() {
 	}
 	for range *warmup {
 		for _, c := range cmds {
-			args := strings.Fields(c)
-			cmd := exec.Command(args[0], args[1:]...)
-			cmd.Stdout, cmd.Stderr = null, null
+			cmd := command(c, null)
+			cmd.Stderr = null
 			if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
 				fmt.Fprintf(os.Stderr, "%s: %v\n", c, err)
 				os.Exit(1)
@@ -116,9 +115,7 @@ func main() {
 			}
 		}
 		for _, i := range order {
-			args := strings.Fields(cmds[i])
-			cmd := exec.Command(args[0], args[1:]...)
-			cmd.Stdout = null
+			cmd := command(cmds[i], null)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			res[i].loads = append(res[i].loads, load1())
@@ -177,3 +174,12 @@ func okExit(list string, code int) bool {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", msf(d)) }
 
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// command makes the process of one command line (split on white space, no
+// shell), its output to out.
+func command(line string, out *os.File) *exec.Cmd {
+	args := strings.Fields(line)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout = out
+	return cmd
+}

@@ -286,13 +286,16 @@ func analyzerOptions(q netstat.Query, window, stuck time.Duration) analyzer.Opti
 }
 
 // watchGCPercent is the garbage collector's target for kdiag watch when
-// GOGC is not set: the heap may grow 25% past what the last collection
+// GOGC is not set: the heap may grow 10% past what the last collection
 // left live before the next, not Go's default 100%. A watch holds little
 // besides one scan's sockets and the tracker, and allocates little per
-// scan once its buffers are reused (Scanner.Recycle), so a collection
-// every few scans costs little CPU, while at 100% the heap grew to twice
-// its live size between collections and stayed resident at that peak.
-const watchGCPercent = 25
+// scan once its buffers are reused (Scanner.Recycle): about 1 MB a scan
+// at 60,000 sockets, so at 10% a collection comes every few scans and
+// marks ~30 MB in ~6 ms of CPU, against ~280 ms for the scan itself. At
+// 100% the heap grew to twice its live size between collections and
+// stayed resident at that peak; at 25% it still held ~7 MB more than at
+// 10% (BENCHMARKS.md, watch's memory).
+const watchGCPercent = 10
 
 func runWatch(o *WatchOptions) error {
 	if os.Getenv("GOGC") == "" {

@@ -14,7 +14,10 @@
 #   ARGS='--state close-wait,established --listen 127.0.0.1:19814' bench/soak.sh
 #
 # ARGS are the watch's flags after --interval 1s --quiet (none: watch's
-# defaults). As root with unshare and ip, everything runs in network and PID
+# defaults). GCTRACE=FILE runs the watch with GODEBUG=gctrace=1 and keeps its
+# stderr in FILE; the end then also prints the live heap after the first
+# collection past the warm-up and after the last one, which tells growth of
+# live objects from growth of the memory the runtime holds around them. As root with unshare and ip, everything runs in network and PID
 # namespaces of its own (ISOLATE=0: in the current ones). Needs go and ss.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,8 +78,14 @@ for _ in $(seq 1 900); do
 done
 grep READY "$BIN/ready" >&2
 echo "== kdiag $COMMIT: watch --interval 1s --quiet $ARGS for $DURATION; $N CLOSE_WAIT, $M ESTABLISHED, $CHURN connections/s churned; $(nproc) cores, $(uname -r)" >&2
+errf=$BIN/watch.err
+godebug=${GODEBUG:-}
+if [ -n "${GCTRACE:-}" ]; then
+  errf=$GCTRACE
+  godebug=gctrace=1${godebug:+,$godebug}
+fi
 # shellcheck disable=SC2086 # ARGS are flags, split on purpose
-"$BIN/kdiag" watch --interval 1s --quiet --duration "$DURATION" $ARGS >"$BIN/watch.out" 2>"$BIN/watch.err" &
+GODEBUG=$godebug "$BIN/kdiag" watch --interval 1s --quiet --duration "$DURATION" $ARGS >"$BIN/watch.out" 2>"$errf" &
 watcher=$!
 tick=$(getconf CLK_TCK)
 printf '%8s %10s %10s %10s %8s  %s\n' elapsed "RSS MB" "peak MB" "CPU s" sockets load
@@ -105,10 +114,19 @@ while kill -0 "$watcher" 2>/dev/null; do
   printf '%8s %10.1f %10.1f %10.2f %8s  %s\n' "${el}s" "$(echo "$rss / 1024" | bc -l)" "$(echo "$hwm / 1024" | bc -l)" "$cpu" \
     "$(ss -tanH | wc -l)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 done
-wait "$watcher" || echo "soak: watch exited $?: $(tail -3 "$BIN/watch.err")" >&2
+wait "$watcher" || echo "soak: watch exited $?: $(grep -v '^gc ' "$errf" | tail -3)" >&2
 if [ -z "$warmRSS" ]; then
   echo "soak: the watch ended before the warm-up did ($WARMUP)" >&2
   exit 1
 fi
 echo "== RSS after the warm-up ($warmAt s): $(echo "scale=1; $warmRSS / 1024" | bc) MB; at the end ($lastAt s): $(echo "scale=1; $lastRSS / 1024" | bc) MB; growth $(echo "scale=1; ($lastRSS - $warmRSS) / 1024" | bc) MB; peak $(echo "scale=1; $maxRSS / 1024" | bc) MB (VmHWM $(echo "scale=1; $hwm / 1024" | bc) MB)"
 echo "== CPU after the warm-up: $(echo "scale=2; 100 * ($lastCPU - $warmCPU) / ($lastAt - $warmAt)" | bc)% of a core; load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${GCTRACE:-}" ]; then
+  # gc N @T.Ts P%: ... ms cpu, BEFORE->AFTER->LIVE MB, GOAL MB goal, ...
+  awk -v warm="$warmAt" '/^gc [0-9]+ @/ {
+      t = substr($3, 2) + 0; split($11, h, "->")
+      if (first == "" && t >= warm) { first = h[3]; firstAt = t }
+      last = h[3]; lastAt = t; n++
+    }
+    END { if (n) printf "== live heap after collections: %s MB at %.0f s, %s MB at %.0f s (%d collections)\n", first, firstAt, last, lastAt, n }' "$GCTRACE"
+fi

@@ -69,7 +69,7 @@ type Attributor struct {
 	// want and claimed are AttributeSockets' per-call tables, kept
 	// between calls: a 1 Hz watch of 60,000 sockets would otherwise
 	// allocate (and collect) about 3 MB of them every second.
-	want    map[uint64]int32
+	want    inodeIndex
 	claimed []atomic.Uint32
 
 	// idle holds the workers of finished pools for the next (see worker);
@@ -174,16 +174,11 @@ func NewAttributor(procRoot string) *Attributor {
 // the stats, never an error. A socket shared by several processes (fds
 // inherited across fork) is attributed to one of them.
 func (a *Attributor) AttributeSockets(ctx context.Context, pids []int, socks []Socket) AttributeStats {
-	if a.want == nil {
-		a.want = make(map[uint64]int32, len(socks))
-	}
-	want := a.want
-	clear(want)
+	want := &a.want
+	want.reset(len(socks))
 	for i := range socks {
 		socks[i].PID, socks[i].FD = 0, -1
-		if socks[i].Inode != 0 {
-			want[socks[i].Inode] = int32(i)
-		}
+		want.set(socks[i].Inode, int32(i))
 	}
 	// The holders go straight into socks (each index is claimed once, so
 	// no two workers write the same socket): no table of owners beside
@@ -195,18 +190,19 @@ func (a *Attributor) AttributeSockets(ctx context.Context, pids []int, socks []S
 
 // Attribute returns the holder of each wanted inode that one of pids holds.
 func (a *Attributor) Attribute(ctx context.Context, pids []int, inodes []uint64) (map[uint64]Owner, AttributeStats) {
-	want := make(map[uint64]int32, len(inodes))
+	want := &inodeIndex{}
+	want.reset(len(inodes))
+	n := int32(0)
 	for _, ino := range inodes {
-		if ino != 0 {
-			if _, dup := want[ino]; !dup {
-				want[ino] = int32(len(want))
-			}
+		if ino != 0 && !want.has(ino) {
+			want.set(ino, n)
+			n++
 		}
 	}
-	owners := make([]Owner, len(want))
+	owners := make([]Owner, n)
 	st := a.attribute(ctx, pids, want, len(owners), func(i int32, o Owner) { owners[i] = o }, nil)
 	out := make(map[uint64]Owner, st.Found)
-	for ino, i := range want {
+	for ino, i := range want.all() {
 		if o := owners[i]; o.PID != 0 {
 			out[ino] = o
 		}
@@ -243,7 +239,7 @@ func uidOrder(socks []Socket) map[uint32]bool {
 
 // attrRun is the shared state of one attribution call.
 type attrRun struct {
-	want map[uint64]int32
+	want *inodeIndex
 	// set records the holder of the wanted inode with index i, once.
 	set       func(i int32, o Owner)
 	claimed   []atomic.Uint32
@@ -261,7 +257,7 @@ func (r *attrRun) done() bool { return r.remaining.Load() == 0 && !r.collect }
 
 // claim records o as the holder of ino if ino is wanted and not yet claimed.
 func (r *attrRun) claim(ino uint64, o Owner) bool {
-	i, ok := r.want[ino]
+	i, ok := r.want.get(ino)
 	if !ok || !r.claimed[i].CompareAndSwap(0, 1) {
 		return false
 	}
@@ -300,7 +296,7 @@ type attrSeen struct {
 
 // attribute finds the holders of want's inodes among pids; want maps an
 // inode to its index below n, and set receives each holder found.
-func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]int32, n int, set func(int32, Owner), uids map[uint32]bool) AttributeStats {
+func (a *Attributor) attribute(ctx context.Context, pids []int, want *inodeIndex, n int, set func(int32, Owner), uids map[uint32]bool) AttributeStats {
 	a.gen++
 	if a.cache == nil {
 		a.cache = map[uint64]attrCacheEntry{}
@@ -313,9 +309,9 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 		claimed[i].Store(0)
 	}
 	r := &attrRun{want: want, set: set, claimed: claimed, collect: a.CollectOthers}
-	r.remaining.Store(int64(len(want)))
-	st := AttributeStats{Wanted: len(want)}
-	if len(want) == 0 {
+	r.remaining.Store(int64(want.len()))
+	st := AttributeStats{Wanted: want.len()}
+	if want.len() == 0 {
 		return st
 	}
 	inSet := make(map[int]bool, len(pids))
@@ -327,7 +323,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 	// verified (verifyEvery), else verified with a readlink, grouped by pid.
 	verify := map[int][]attrSeen{}
 	hits := map[int]int{}
-	for ino := range want {
+	for ino := range want.all() {
 		e, ok := a.cache[ino]
 		if !ok || !inSet[int(e.pid)] {
 			continue
@@ -516,7 +512,7 @@ func (a *Attributor) attribute(ctx context.Context, pids []int, want map[uint64]
 	slices.Sort(st.Exited)
 	slices.Sort(st.Denied)
 	st.Denied = slices.Compact(st.Denied)
-	st.Found = len(want) - int(r.remaining.Load())
+	st.Found = want.len() - int(r.remaining.Load())
 	st.Links = int(r.links.Load())
 	return st
 }
@@ -570,7 +566,7 @@ func (a *Attributor) gone(pid int) bool { return processGone(a.ProcRoot, pid) }
 // mustWalk reports whether some missing inode was not found missing by a
 // recent complete walk.
 func (a *Attributor) mustWalk(r *attrRun) bool {
-	for ino, i := range r.want {
+	for ino, i := range r.want.all() {
 		if r.claimed[i].Load() != 0 {
 			continue
 		}
@@ -588,14 +584,14 @@ func (a *Attributor) noteUnowned(r *attrRun, complete bool) {
 		a.unowned = map[uint64]uint32{}
 	}
 	for ino, g := range a.unowned {
-		if _, wanted := r.want[ino]; !wanted || a.gen-g > unownedTTL {
+		if !r.want.has(ino) || a.gen-g > unownedTTL {
 			delete(a.unowned, ino)
 		}
 	}
 	if !complete {
 		return
 	}
-	for ino, i := range r.want {
+	for ino, i := range r.want.all() {
 		if r.claimed[i].Load() == 0 {
 			a.unowned[ino] = a.gen
 		}
@@ -805,7 +801,7 @@ func (w *attrWorker) walk(a *Attributor, r *attrRun, j walkJob) attrResult {
 				res.seen = append(res.seen, attrSeen{ino: ino, fd: int32(fd)})
 			}
 			if !r.claim(ino, Owner{PID: pid, FD: fd}) && r.collect {
-				if _, wanted := r.want[ino]; !wanted {
+				if !r.want.has(ino) {
 					res.others = append(res.others, attrSeen{ino: ino, fd: int32(fd)})
 				}
 			}
@@ -853,7 +849,7 @@ func (w *attrWorker) probe(a *Attributor, r *attrRun, pid int) attrResult {
 		if !a.NoCache {
 			res.seen = append(res.seen, attrSeen{ino: ino, fd: int32(fd)})
 		}
-		if _, wanted := r.want[ino]; wanted {
+		if r.want.has(ino) {
 			res.probeHits++
 			r.claim(ino, Owner{PID: pid, FD: fd})
 		}

@@ -124,15 +124,16 @@ func TestAttributeProbeOrder(t *testing.T) {
 func TestAttributeProbeFindsHighFDs(t *testing.T) {
 	openFiles(t, 400)
 	socks := sockettest.CloseWait(t, "tcp4", 300)
-	want := map[uint64]int32{}
+	want := &inodeIndex{}
+	want.reset(len(socks))
 	for i, s := range socks {
 		if s.FD < 400 {
 			t.Fatalf("socket %v below fd 400: the files did not come first", s)
 		}
-		want[s.Inode] = int32(i)
+		want.set(s.Inode, int32(i))
 	}
-	r := &attrRun{want: want, set: func(int32, Owner) {}, claimed: make([]atomic.Uint32, len(want))}
-	r.remaining.Store(int64(len(want)))
+	r := &attrRun{want: want, set: func(int32, Owner) {}, claimed: make([]atomic.Uint32, want.len())}
+	r.remaining.Store(int64(want.len()))
 	res := newAttrWorker().probe(NewAttributor("/proc"), r, os.Getpid())
 	if res.probeHits == 0 {
 		t.Errorf("probe read %d links and found none of the %d sockets at fds %d-%d", r.links.Load(), len(socks), socks[0].FD, socks[len(socks)-1].FD)

@@ -288,7 +288,7 @@ func (a *Attributor) pass(r *attrRun, pids []int) ([]attrResult, bool) {
 			x.seen = append(x.seen, attrSeen{ino: f.Inode, fd: fd})
 		}
 		if !r.claim(f.Inode, Owner{PID: int(f.PID), FD: int(f.FD)}) && r.collect && f.IsTCP() {
-			if _, wanted := r.want[f.Inode]; !wanted {
+			if !r.want.has(f.Inode) {
 				x.others = append(x.others, attrSeen{ino: f.Inode, fd: fd, proto: uint8(familyOf(f))})
 			}
 		}

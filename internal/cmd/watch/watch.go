@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kdiag/kdiag/internal/atomicfile"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/clients"
+	"github.com/kdiag/kdiag/internal/atomicfile"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/metrics"
@@ -31,6 +31,7 @@ import (
 	"github.com/kdiag/kdiag/netstat/events"
 	"github.com/kdiag/kdiag/record"
 	"github.com/kdiag/kdiag/report"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/spf13/cobra"
 )
 
@@ -301,6 +302,12 @@ func runWatch(o *WatchOptions) error {
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(watchGCPercent))
 	}
+	// tablewriter's width cache, an LRU of 8,192 strings its package init
+	// makes (0.65 MB), would stay live for the whole watch; the live
+	// view's few rows a second do not need it, and the heap gets the
+	// memory back. It is the library's global switch; watch draws no
+	// other table.
+	twwidth.SetCacheCapacity(0)
 	if o.CPUProfile != "" {
 		f, err := os.Create(o.CPUProfile)
 		if err != nil {

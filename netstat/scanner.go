@@ -82,6 +82,14 @@ type Scanner struct {
 	// a held CLOSE socket the time since its reset (see applyTransitions).
 	Transitions TransitionSource
 
+	// Unordered leaves a repeated scan's sockets in the order its dumps
+	// listed them instead of sorting them by state, then local and remote
+	// address: kdiag watch, which only counts them, sets it unless it
+	// records the snapshots, and saves the sort's keys (24 bytes a
+	// socket, kept for the next scan: 1.4 MB at 60,000) and its time. A
+	// one-shot scan (NoCache) always sorts.
+	Unordered bool
+
 	// Phase, when set, is called as each stage of a full scan ends, with
 	// its name (kdiag scan's hidden --phases prints them with the time:
 	// where BENCHMARKS.md's breakdowns of a scan come from).
@@ -292,9 +300,12 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
 	s.restrict(snap, sel)
 	s.phase("held, ages, unseen")
-	if s.NoCache {
+	switch {
+	case s.NoCache:
 		sortSockets(snap.Sockets)
-	} else {
+	case s.Unordered:
+		s.sortKeys = nil
+	default:
 		sortSocketsWith(snap.Sockets, &s.sortKeys)
 	}
 	s.phase("sorted")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -427,6 +428,52 @@ func testScanRepeatedUsesCache(t *testing.T, f *fixture, fds string) {
 	}
 	if len(third.Sockets) != len(f.closeWait)-1 {
 		t.Errorf("third scan: %d sockets, want %d", len(third.Sockets), len(f.closeWait)-1)
+	}
+}
+
+// TestScanUnordered: a repeated scan with Unordered reports the same
+// sockets as one that sorts, each with its holder, and keeps no sort keys.
+func TestScanUnordered(t *testing.T) {
+	f := newFixture(t)
+	for _, src := range sources(t) {
+		t.Run(src, func(t *testing.T) {
+			q := Query{States: States(CloseWait, Established, Listen), PIDs: []int{os.Getpid(), f.child.PID}}
+			scanWith := func(unordered bool) ([]seen, *Scanner) {
+				t.Helper()
+				s := NewScanner("/proc")
+				defer s.Close()
+				s.Source, s.Unordered = src, unordered
+				var out []seen
+				for range 2 { // the second scan is the repeated one
+					snap, err := s.Scan(context.Background(), q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = out[:0]
+					for _, x := range snap.Sockets {
+						out = append(out, fromScan(x))
+					}
+				}
+				return out, s
+			}
+			sorted, _ := scanWith(false)
+			got, s := scanWith(true)
+			if len(s.sortKeys) != 0 || cap(s.sortKeys) != 0 {
+				t.Errorf("an unordered scan kept %d sort keys", cap(s.sortKeys))
+			}
+			bySeen := func(a, b seen) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) }
+			slices.SortFunc(got, bySeen)
+			want := slices.Clone(sorted)
+			slices.SortFunc(want, bySeen)
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("unordered scan (-sorted +unordered):\n%s", d)
+			}
+			for _, x := range f.closeWait {
+				if !slices.Contains(got, fromTest(x)) {
+					t.Errorf("CLOSE_WAIT %s missing from the unordered scan", x)
+				}
+			}
+		})
 	}
 }
 

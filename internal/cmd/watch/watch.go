@@ -219,6 +219,9 @@ func (o *WatchOptions) scanner(procRoot string) (*netstat.Scanner, func(), error
 	sc.Source = o.Filters.Source
 	sc.FDs = o.Filters.FDs
 	sc.RefreshEvery = o.Refresh
+	// The tracker and the metrics count the sockets in any order; a
+	// recording is read by people, sorted.
+	sc.Unordered = o.Record == ""
 	c, err := openEvents(o.Events, procRoot, o.Query, listenPort(o.Listen))
 	if err != nil || c == nil {
 		return sc, func() {}, err

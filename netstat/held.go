@@ -180,15 +180,20 @@ func (t *tableIndex) reset() {
 	t.inodes, t.cw = t.inodes[:0], nil
 }
 
-// add notes socks, before the query's filter.
-func (t *tableIndex) add(socks []Socket) {
-	t.inodes = slices.Grow(t.inodes, len(socks))
+// add notes socks, before the query's filter; noted says their inodes are
+// in t.inodes already (the dedup appended them there).
+func (t *tableIndex) add(socks []Socket, noted bool) {
+	if !noted {
+		t.inodes = slices.Grow(t.inodes, len(socks))
+	}
 	for i := range socks {
 		x := &socks[i]
 		if x.Inode == 0 {
 			continue
 		}
-		t.inodes = append(t.inodes, x.Inode)
+		if !noted {
+			t.inodes = append(t.inodes, x.Inode)
+		}
 		if t.cw != nil && x.State == CloseWait {
 			t.cw.saw(x)
 		}

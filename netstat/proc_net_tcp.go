@@ -365,8 +365,10 @@ func dedupSockets(socks []Socket) []Socket {
 	return dedupSocketsWith(socks, nil)
 }
 
-// dedupSocketsWith is dedupSockets with inodes, a buffer it fills with
-// the sockets' inodes (nil: a new one), so that a repeated scan reuses one.
+// dedupSocketsWith is dedupSockets with inodes, a buffer it appends the
+// sockets' inodes to (nil: a new one), sorted among themselves after what
+// it held: a repeated scan reuses one, and a scan with CLOSE keeps every
+// namespace's there for heldClosed (tableIndex), which needs them all.
 //
 // The inodes are sorted rather than put in a set: a duplicate is rare, so
 // the usual answer is "none" after one sort of 8 bytes a socket, where a
@@ -374,15 +376,13 @@ func dedupSockets(socks []Socket) []Socket {
 // one-shot scan's heap). Only when the sort finds one does a second pass
 // drop the later reports.
 func dedupSocketsWith(socks []Socket, inodes *[]uint64) []Socket {
-	if len(socks) < 2 {
-		return socks
-	}
 	if inodes == nil {
 		inodes = new([]uint64)
 	}
 	// Sized once: appending from empty would allocate about twice the
 	// final size on the way (at 20,000 sockets, 0.6 MB for a 0.16 MB slice).
-	ino := slices.Grow((*inodes)[:0], len(socks))
+	start := len(*inodes)
+	ino := slices.Grow(*inodes, len(socks))
 	orphans := false
 	for i := range socks {
 		if socks[i].Inode != 0 {
@@ -391,8 +391,12 @@ func dedupSocketsWith(socks []Socket, inodes *[]uint64) []Socket {
 			orphans = true
 		}
 	}
-	slices.Sort(ino)
 	*inodes = ino
+	if len(socks) < 2 {
+		return socks
+	}
+	ino = ino[start:]
+	slices.Sort(ino)
 	var dups map[uint64]bool // inode -> reported already
 	for i := 1; i < len(ino); i++ {
 		if ino[i] == ino[i-1] {

@@ -450,3 +450,27 @@ func TestDedupSockets(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// TestDedupSocketsAppendsInodes: the inode buffer keeps what it held and
+// gets each call's inodes after it, sorted among themselves, duplicates
+// and a lone socket's included (a scan with CLOSE lists every namespace's
+// dumped inodes there for heldClosed).
+func TestDedupSocketsAppendsInodes(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	cw := func(ino uint64) Socket {
+		return Socket{Family: IPv4, State: CloseWait, Local: ap("127.0.0.1:3"), Remote: ap("127.0.0.1:2"), Inode: ino}
+	}
+	tw := Socket{Family: IPv4, State: TimeWait, Local: ap("127.0.0.1:1"), Remote: ap("127.0.0.1:2")}
+	buf := []uint64{90, 10}
+	got := dedupSocketsWith([]Socket{cw(7), tw, cw(5), cw(7)}, &buf)
+	if d := cmp.Diff([]Socket{cw(7), tw, cw(5)}, got, addrPortCmp); d != "" {
+		t.Errorf("deduped (-want +got):\n%s", d)
+	}
+	got = dedupSocketsWith([]Socket{cw(3)}, &buf)
+	if len(got) != 1 {
+		t.Errorf("a lone socket: %d back", len(got))
+	}
+	if d := cmp.Diff([]uint64{90, 10, 5, 7, 7, 3}, buf); d != "" {
+		t.Errorf("inodes (-want +got):\n%s", d)
+	}
+}

@@ -496,9 +496,18 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 	} else if join {
 		snap.Sockets = make([]Socket, 0, total)
 	}
-	var inodes *[]uint64
-	if !s.NoCache {
-		inodes = &s.dedupInodes
+	// The dedup's buffer of inodes: with tables, their list of every
+	// dumped inode (one list, not a second beside it); else a repeated
+	// scan's own, emptied for each namespace.
+	inodes := func() *[]uint64 {
+		switch {
+		case tables != nil:
+			return &tables.inodes
+		case !s.NoCache:
+			s.dedupInodes = s.dedupInodes[:0]
+			return &s.dedupInodes
+		}
+		return nil
 	}
 	// Joined and filtered first, attributed after: a one-shot scan's pass
 	// over the socket fds may still be running, and is told what to find
@@ -525,19 +534,23 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 		sources[d.src] = true
 		socks := d.socks
 		start := len(snap.Sockets)
+		deduped := true
 		switch {
 		case i == inPlace:
 			start = 0
-			socks = dedupSocketsWith(snap.Sockets, inodes)
+			socks = dedupSocketsWith(snap.Sockets, inodes())
 		case d.spill != nil:
 			snap.Sockets = d.spill.appendTo(snap.Sockets)
-			socks = dedupSocketsWith(snap.Sockets[start:], inodes)
+			socks = dedupSocketsWith(snap.Sockets[start:], inodes())
 		case join:
 			snap.Sockets = append(snap.Sockets, d.socks...)
 			socks = snap.Sockets[start:]
+			deduped = false
+		default:
+			deduped = false
 		}
 		if tables != nil {
-			tables.add(socks)
+			tables.add(socks, deduped)
 		}
 		kept := socks[:0]
 		for i := range socks {

@@ -48,7 +48,8 @@ type Options struct {
 	MaxRemotes int
 	// IsBroker tells whether a remote endpoint is a Kafka broker (from
 	// --brokers); such remotes are marked, always tracked, and named first
-	// in diagnoses. nil: none is.
+	// in diagnoses. nil: none is. It is asked often (not cached): it must
+	// be cheap, as netstat.IsBroker is.
 	IsBroker func(netip.AddrPort) bool
 	// Identify names the Kafka client library of a process, once per
 	// process (kdiag watch reads the live process: clients.Identify); nil

@@ -19,8 +19,6 @@ func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 // snapshot itself is not retained. Not safe for concurrent use.
 type Tracker struct {
 	opts Options
-	// brokers caches Options.IsBroker per remote.
-	brokers map[netip.AddrPort]bool
 	// times holds the sample times in the window; base is the absolute
 	// index of times[0] (samples dropped by Options.Window before it).
 	times []time.Time
@@ -96,7 +94,6 @@ func NewTracker(opts Options) *Tracker {
 	opts = opts.withDefaults()
 	t := &Tracker{
 		opts:    opts,
-		brokers: make(map[netip.AddrPort]bool),
 		loc:     time.Local,
 		procs:   make(map[ProcessKey]*procState),
 		cw:      make(map[inodeID]*cwSocket),
@@ -113,18 +110,12 @@ func normAddrPort(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
+// isBroker asks Options.IsBroker, uncached: netstat.IsBroker compares a
+// port or a few addresses, and it is asked once for each new remote past
+// MaxRemotes and for each remote an analysis lists. (A cache of its
+// answers took 1 MB of a watch's heap at 4,096 remotes.)
 func (t *Tracker) isBroker(ap netip.AddrPort) bool {
-	if t.opts.IsBroker == nil {
-		return false
-	}
-	b, ok := t.brokers[ap]
-	if !ok {
-		b = t.opts.IsBroker(ap)
-		if len(t.brokers) < 4096 { // a server's clients must not grow it forever
-			t.brokers[ap] = b
-		}
-	}
-	return b
+	return t.opts.IsBroker != nil && t.opts.IsBroker(ap)
 }
 
 // Samples returns the number of samples in the window.

@@ -174,8 +174,14 @@ func NewAttributor(procRoot string) *Attributor {
 // the stats, never an error. A socket shared by several processes (fds
 // inherited across fork) is attributed to one of them.
 func (a *Attributor) AttributeSockets(ctx context.Context, pids []int, socks []Socket) AttributeStats {
+	keys := 0
+	for i := range socks {
+		if socks[i].Inode != 0 {
+			keys++
+		}
+	}
 	want := &a.want
-	want.reset(len(socks))
+	want.reset(len(socks), keys)
 	for i := range socks {
 		socks[i].PID, socks[i].FD = 0, -1
 		want.set(socks[i].Inode, int32(i))
@@ -191,7 +197,7 @@ func (a *Attributor) AttributeSockets(ctx context.Context, pids []int, socks []S
 // Attribute returns the holder of each wanted inode that one of pids holds.
 func (a *Attributor) Attribute(ctx context.Context, pids []int, inodes []uint64) (map[uint64]Owner, AttributeStats) {
 	want := &inodeIndex{}
-	want.reset(len(inodes))
+	want.reset(len(inodes), len(inodes))
 	n := int32(0)
 	for _, ino := range inodes {
 		if ino != 0 && !want.has(ino) {

@@ -125,7 +125,7 @@ func TestAttributeProbeFindsHighFDs(t *testing.T) {
 	openFiles(t, 400)
 	socks := sockettest.CloseWait(t, "tcp4", 300)
 	want := &inodeIndex{}
-	want.reset(len(socks))
+	want.reset(len(socks), len(socks))
 	for i, s := range socks {
 		if s.FD < 400 {
 			t.Fatalf("socket %v below fd 400: the files did not come first", s)

@@ -14,7 +14,7 @@ import (
 func TestInodeIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var x inodeIndex
-	for _, n := range []int{0, 1, 7, 8, 9, 100, 4096, 60000, 3} {
+	for _, n := range []int{0, 1, 7, 8, 9, 100, 4096, 60000, 60001, 3} {
 		inodes := make([]uint64, n)
 		base := uint64(rng.Uint32())
 		for i := range inodes {
@@ -34,7 +34,12 @@ func TestInodeIndex(t *testing.T) {
 			}
 		}
 		want := map[uint64]int32{}
-		x.reset(n)
+		// Told too few keys now and then: the table grows.
+		keys := n
+		if n%2 == 1 {
+			keys = n / 4
+		}
+		x.reset(n, keys)
 		for i, ino := range inodes {
 			x.set(ino, int32(i))
 			if ino != 0 {
@@ -87,7 +92,12 @@ func BenchmarkInodeIndex(b *testing.B) {
 	var x inodeIndex
 	b.ReportAllocs()
 	for b.Loop() {
-		x.reset(n)
+		// Told too few keys now and then: the table grows.
+		keys := n
+		if n%2 == 1 {
+			keys = n / 4
+		}
+		x.reset(n, keys)
 		for i, ino := range inodes {
 			x.set(ino, int32(i))
 		}

@@ -182,8 +182,6 @@ type CloseWaitSocket struct {
 	// still holds its fd; HeldSince is the first sample that saw it so.
 	Held      bool      `json:"held,omitempty"`
 	HeldSince time.Time `json:"held_since,omitempty"`
-
-	gen uint64 // the Tracker sample that last saw it
 }
 
 // Since is the best estimate of when the socket entered CLOSE_WAIT: the

@@ -69,7 +69,7 @@ type Attributor struct {
 	// want and claimed are AttributeSockets' per-call tables, kept
 	// between calls: a 1 Hz watch of 60,000 sockets would otherwise
 	// allocate (and collect) about 3 MB of them every second.
-	want    inodeIndex
+	want    inodeTable[int32]
 	claimed []atomic.Uint32
 
 	// idle holds the workers of finished pools for the next (see worker);
@@ -181,10 +181,13 @@ func (a *Attributor) AttributeSockets(ctx context.Context, pids []int, socks []S
 		}
 	}
 	want := &a.want
-	want.reset(len(socks), keys)
+	want.reset(keys)
 	for i := range socks {
 		socks[i].PID, socks[i].FD = 0, -1
-		want.set(socks[i].Inode, int32(i))
+		if socks[i].Inode != 0 {
+			e, _ := want.put(socks[i].Inode)
+			*e = int32(i) // a repeat's later index, as a map assignment would
+		}
 	}
 	// The holders go straight into socks (each index is claimed once, so
 	// no two workers write the same socket): no table of owners beside
@@ -196,12 +199,15 @@ func (a *Attributor) AttributeSockets(ctx context.Context, pids []int, socks []S
 
 // Attribute returns the holder of each wanted inode that one of pids holds.
 func (a *Attributor) Attribute(ctx context.Context, pids []int, inodes []uint64) (map[uint64]Owner, AttributeStats) {
-	want := &inodeIndex{}
-	want.reset(len(inodes), len(inodes))
+	want := &inodeTable[int32]{}
+	want.reset(len(inodes))
 	n := int32(0)
 	for _, ino := range inodes {
-		if ino != 0 && !want.has(ino) {
-			want.set(ino, n)
+		if ino == 0 {
+			continue
+		}
+		if e, added := want.put(ino); added {
+			*e = n
 			n++
 		}
 	}
@@ -209,7 +215,7 @@ func (a *Attributor) Attribute(ctx context.Context, pids []int, inodes []uint64)
 	st := a.attribute(ctx, pids, want, len(owners), func(i int32, o Owner) { owners[i] = o }, nil)
 	out := make(map[uint64]Owner, st.Found)
 	for ino, i := range want.all() {
-		if o := owners[i]; o.PID != 0 {
+		if o := owners[*i]; o.PID != 0 {
 			out[ino] = o
 		}
 	}
@@ -245,7 +251,8 @@ func uidOrder(socks []Socket) map[uint32]bool {
 
 // attrRun is the shared state of one attribution call.
 type attrRun struct {
-	want *inodeIndex
+	// want maps each wanted inode to its index below n.
+	want *inodeTable[int32]
 	// set records the holder of the wanted inode with index i, once.
 	set       func(i int32, o Owner)
 	claimed   []atomic.Uint32
@@ -264,10 +271,10 @@ func (r *attrRun) done() bool { return r.remaining.Load() == 0 && !r.collect }
 // claim records o as the holder of ino if ino is wanted and not yet claimed.
 func (r *attrRun) claim(ino uint64, o Owner) bool {
 	i, ok := r.want.get(ino)
-	if !ok || !r.claimed[i].CompareAndSwap(0, 1) {
+	if !ok || !r.claimed[*i].CompareAndSwap(0, 1) {
 		return false
 	}
-	r.set(i, o)
+	r.set(*i, o)
 	r.remaining.Add(-1)
 	return true
 }
@@ -302,7 +309,7 @@ type attrSeen struct {
 
 // attribute finds the holders of want's inodes among pids; want maps an
 // inode to its index below n, and set receives each holder found.
-func (a *Attributor) attribute(ctx context.Context, pids []int, want *inodeIndex, n int, set func(int32, Owner), uids map[uint32]bool) AttributeStats {
+func (a *Attributor) attribute(ctx context.Context, pids []int, want *inodeTable[int32], n int, set func(int32, Owner), uids map[uint32]bool) AttributeStats {
 	a.gen++
 	if a.cache == nil {
 		a.cache = map[uint64]attrCacheEntry{}
@@ -573,7 +580,7 @@ func (a *Attributor) gone(pid int) bool { return processGone(a.ProcRoot, pid) }
 // recent complete walk.
 func (a *Attributor) mustWalk(r *attrRun) bool {
 	for ino, i := range r.want.all() {
-		if r.claimed[i].Load() != 0 {
+		if r.claimed[*i].Load() != 0 {
 			continue
 		}
 		if g, ok := a.unowned[ino]; !ok || a.gen-g > unownedTTL {
@@ -598,7 +605,7 @@ func (a *Attributor) noteUnowned(r *attrRun, complete bool) {
 		return
 	}
 	for ino, i := range r.want.all() {
-		if r.claimed[i].Load() == 0 {
+		if r.claimed[*i].Load() == 0 {
 			a.unowned[ino] = a.gen
 		}
 	}

@@ -124,13 +124,14 @@ func TestAttributeProbeOrder(t *testing.T) {
 func TestAttributeProbeFindsHighFDs(t *testing.T) {
 	openFiles(t, 400)
 	socks := sockettest.CloseWait(t, "tcp4", 300)
-	want := &inodeIndex{}
-	want.reset(len(socks), len(socks))
+	want := &inodeTable[int32]{}
+	want.reset(len(socks))
 	for i, s := range socks {
 		if s.FD < 400 {
 			t.Fatalf("socket %v below fd 400: the files did not come first", s)
 		}
-		want.set(s.Inode, int32(i))
+		e, _ := want.put(s.Inode)
+		*e = int32(i)
 	}
 	r := &attrRun{want: want, set: func(int32, Owner) {}, claimed: make([]atomic.Uint32, want.len())}
 	r.remaining.Store(int64(want.len()))

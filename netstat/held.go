@@ -204,11 +204,13 @@ func (t *tableIndex) add(socks []Socket, noted bool) {
 // CLOSE_WAIT sockets, by inode: their addresses, so that a socket the
 // kernel later resets (it keeps its inode) is still known, held CLOSE, to
 // point at its broker; and the holders the last scan found, the sockets
-// the next may find reset. One map for both: there were two (addresses
-// 88 bytes a socket, holders 40) and a list of the scan's CLOSE_WAIT
-// endpoints beside them, three records of every CLOSE_WAIT socket.
+// the next may find reset. One table for both: there were two maps
+// (addresses 88 bytes a socket, holders 40) and a list of the scan's
+// CLOSE_WAIT endpoints beside them, three records of every CLOSE_WAIT
+// socket; then one map, 118 bytes a socket; now 64 and the table's 8 or
+// so (inodeTable).
 type cwIndex struct {
-	m map[uint64]cwEntry
+	t inodeTable[cwEntry]
 	// gen numbers the scans of the query; holders is the one whose
 	// holders the entries with that holderGen are.
 	gen, holders uint32
@@ -228,14 +230,10 @@ type cwEntry struct {
 
 // saw notes x, a CLOSE_WAIT socket of the scan's dumps.
 func (c *cwIndex) saw(x *Socket) {
-	if c.m == nil {
-		c.m = map[uint64]cwEntry{}
-	}
-	e := c.m[x.Inode]
+	e, _ := c.t.put(x.Inode)
 	e.family, e.lport, e.rport, e.seen = uint8(x.Family), x.Local.Port(), x.Remote.Port(), c.gen
 	e.flags = packAddr(&e.local, x.Local.Addr(), packedLocal4, packedLocal6) |
 		packAddr(&e.remote, x.Remote.Addr(), packedRemote4, packedRemote6)
-	c.m[x.Inode] = e
 }
 
 // addrs returns e's local and remote addresses.
@@ -268,22 +266,18 @@ func (s *Scanner) heldClosed(ctx context.Context, snap *Snapshot, sel selection,
 		seen[h.ino] = true
 		x := Socket{Family: h.family, State: Close, Inode: h.ino, PID: h.pid, FD: h.fd, NetNS: nsOf[h.pid]}
 		if t.cw != nil {
-			if e, ok := t.cw.m[h.ino]; ok {
+			if e, ok := t.cw.t.get(h.ino); ok {
 				x.Local, x.Remote = e.addrs()
 				e.seen = t.cw.gen
-				t.cw.m[h.ino] = e
 			}
 		}
 		if q.matchSocket(&x) {
 			snap.Sockets = append(snap.Sockets, x)
 		}
 	}
-	if t.cw != nil {
-		for ino, e := range t.cw.m {
-			if e.seen != t.cw.gen {
-				delete(t.cw.m, ino) // closed, or reset and closed
-			}
-		}
+	if cw := t.cw; cw != nil {
+		// Gone: closed, or reset and closed.
+		cw.t.sweep(func(_ uint64, e *cwEntry) bool { return e.seen == cw.gen })
 	}
 }
 
@@ -328,7 +322,7 @@ func (s *Scanner) heldFDs(ctx context.Context, snap *Snapshot, pids []int, t *ta
 			}
 		}
 		if cw := t.cw; cw != nil {
-			for ino, e := range cw.m {
+			for ino, e := range cw.t.all() {
 				if e.holderGen != cw.holders || e.holderGen == 0 {
 					continue // not a CLOSE_WAIT socket of the last scan's, or no holder
 				}
@@ -343,13 +337,12 @@ func (s *Scanner) heldFDs(ctx context.Context, snap *Snapshot, pids []int, t *ta
 	if cw := t.cw; cw != nil {
 		for i := range snap.Sockets {
 			if x := &snap.Sockets[i]; x.State == CloseWait && x.PID > 0 && x.Inode != 0 {
-				e, ok := cw.m[x.Inode]
+				e, ok := cw.t.get(x.Inode)
 				if !ok {
 					cw.saw(x)
-					e = cw.m[x.Inode]
+					e, _ = cw.t.get(x.Inode)
 				}
 				e.pid, e.fd, e.holderGen = int32(x.PID), int32(x.FD), cw.gen
-				cw.m[x.Inode] = e
 			}
 		}
 		cw.holders = cw.gen

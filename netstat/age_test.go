@@ -103,7 +103,7 @@ func TestAgeCacheNarrows(t *testing.T) {
 	}
 	// A socket not seen again is forgotten.
 	e.record(nil, t0.Add(6*time.Second), ageStates)
-	if len(e.m) != 0 {
-		t.Errorf("%d entries kept for sockets gone", len(e.m))
+	if e.t.len() != 0 {
+		t.Errorf("%d entries kept for sockets gone", e.t.len())
 	}
 }

@@ -75,6 +75,13 @@ func (c *ageCache) due(now time.Time, every time.Duration) bool {
 // keepalive ACK after the first scan widens the second's interval, not the
 // kept one, and a FIN time once known exactly stays exact.
 func (c *ageCache) record(socks []Socket, at time.Time, info StateSet) {
+	n := 0
+	for i := range socks {
+		if s := &socks[i]; info.Has(s.State) && s.HasAge && s.Inode != 0 {
+			n++
+		}
+	}
+	c.t.reserve(n) // at most n new ones
 	c.gen++
 	c.at = at
 	if c.base.IsZero() {

@@ -186,6 +186,15 @@ func (t *tableIndex) add(socks []Socket, noted bool) {
 	if !noted {
 		t.inodes = slices.Grow(t.inodes, len(socks))
 	}
+	if t.cw != nil {
+		n := 0
+		for i := range socks {
+			if socks[i].State == CloseWait && socks[i].Inode != 0 {
+				n++
+			}
+		}
+		t.cw.t.reserve(n) // at most n new ones
+	}
 	for i := range socks {
 		x := &socks[i]
 		if x.Inode == 0 {

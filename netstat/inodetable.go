@@ -77,6 +77,21 @@ func (t *inodeTable[E]) reset(keys int) {
 	t.rehash(keys, false)
 }
 
+// reserve makes room for n more entries without growing by append's
+// quarter: a table filled from empty by puts holds up to a quarter more
+// than its entries for as long as it lives.
+func (t *inodeTable[E]) reserve(n int) {
+	size := len(t.inodes) + n
+	if 2*size > len(t.slots) {
+		t.rehash(size, false)
+	}
+	if cap(t.inodes) >= size {
+		return
+	}
+	t.inodes = append(make([]uint64, 0, size), t.inodes...)
+	t.entries = append(make([]E, 0, size), t.entries...)
+}
+
 // get returns ino's entry.
 func (t *inodeTable[E]) get(ino uint64) (*E, bool) {
 	if len(t.slots) == 0 {
@@ -98,7 +113,7 @@ func (t *inodeTable[E]) has(ino uint64) bool {
 // put returns ino's entry, added (its zero value) if it had none.
 func (t *inodeTable[E]) put(ino uint64) (e *E, added bool) {
 	if 2*(len(t.inodes)+1) > len(t.slots) {
-		t.rehash(2*(len(t.inodes)+1), false)
+		t.rehash(len(t.inodes)+1, false) // doubles it
 	}
 	s, found := t.find(ino)
 	if found {

@@ -58,6 +58,31 @@ func BenchmarkAnalysis(b *testing.B) {
 	}
 }
 
+// BenchmarkAnalysisManyRemotes is the analysis watch computes when it
+// ends, after an hour of 1 Hz samples of 6 client processes and 4 servers
+// whose clients fill MaxRemotes (B/op: what it allocates).
+func BenchmarkAnalysisManyRemotes(b *testing.B) {
+	tr := NewTracker(Options{Window: time.Hour})
+	s := benchSnap(0, 200, 400, 6)
+	for srv := range 4 {
+		pid := 2000 + srv
+		s.Processes = append(s.Processes, netstat.Process{PID: pid, Name: "server", StartTime: t0})
+		for j := range 200 {
+			s.Sockets = append(s.Sockets, netstat.Socket{State: netstat.Established, PID: pid, Inode: uint64(100000 + srv*1000 + j),
+				Local:  netip.MustParseAddrPort("127.0.0.2:9092"),
+				Remote: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.9"), uint16(30000+srv*1000+j))})
+		}
+	}
+	for i := range 3600 {
+		s.Time = t0.Add(time.Duration(i) * time.Second)
+		tr.Add(s)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.Analysis()
+	}
+}
+
 // BenchmarkCurrent is what watch computes per sample for the live view and
 // metrics, after an hour of 1 Hz samples with 20,000 CLOSE_WAIT held.
 func BenchmarkCurrent(b *testing.B) {

@@ -355,7 +355,7 @@ func TestMaxRemotesOverflow(t *testing.T) {
 	total := 0
 	for _, r := range a.Processes[0].Remotes {
 		names = append(names, r.Name())
-		total += r.Points[0].Counts.Total()
+		total += r.Last.Total()
 	}
 	if len(names) != 6 || total != 11 || names[0] != broker1.String() {
 		t.Errorf("remotes = %v (total %d), want broker first, 4 tracked + other", names, total)

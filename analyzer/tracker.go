@@ -560,7 +560,6 @@ func (t *Tracker) analysis(full bool) *Analysis {
 			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
 			r.Last = rs.counts.lastCounts()
 			if full {
-				r.Points = t.points(&rs.counts, rs.first)
 				r.CloseWait = t.fit(&rs.counts, rs.first, Counts.Leaked, time.Time{}, t.opts)
 			}
 			p.Remotes = append(p.Remotes, r)

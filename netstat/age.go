@@ -81,7 +81,7 @@ func (c *ageCache) record(socks []Socket, at time.Time, info StateSet) {
 			n++
 		}
 	}
-	c.t.reserve(n) // at most n new ones
+	c.t.reserve(n)
 	c.gen++
 	c.at = at
 	if c.base.IsZero() {

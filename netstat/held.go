@@ -193,7 +193,9 @@ func (t *tableIndex) add(socks []Socket, noted bool) {
 				n++
 			}
 		}
-		t.cw.t.reserve(n) // at most n new ones
+		// Most are there from the last scan: room for as many as either
+		// scan saw (churn that outgrows it grows the table as append does).
+		t.cw.t.reserve(max(t.cw.t.len(), n))
 	}
 	for i := range socks {
 		x := &socks[i]

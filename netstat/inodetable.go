@@ -77,11 +77,12 @@ func (t *inodeTable[E]) reset(keys int) {
 	t.rehash(keys, false)
 }
 
-// reserve makes room for n more entries without growing by append's
+// reserve makes room for size entries in all without growing by append's
 // quarter: a table filled from empty by puts holds up to a quarter more
-// than its entries for as long as it lives.
-func (t *inodeTable[E]) reserve(n int) {
-	size := len(t.inodes) + n
+// than its entries for as long as it lives. A table refilled scan after
+// scan is given the number the scan may hold (its sockets of the table's
+// state), most of them there already.
+func (t *inodeTable[E]) reserve(size int) {
 	if 2*size > len(t.slots) {
 		t.rehash(size, false)
 	}

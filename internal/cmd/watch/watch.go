@@ -290,16 +290,17 @@ func analyzerOptions(q netstat.Query, window, stuck time.Duration) analyzer.Opti
 }
 
 // watchGCPercent is the garbage collector's target for kdiag watch when
-// GOGC is not set: the heap may grow 10% past what the last collection
+// GOGC is not set: the heap may grow 5% past what the last collection
 // left live before the next, not Go's default 100%. A watch holds little
 // besides one scan's sockets and the tracker, and allocates little per
-// scan once its buffers are reused (Scanner.Recycle): about 1 MB a scan
-// at 60,000 sockets, so at 10% a collection comes every few scans and
-// marks ~30 MB in ~6 ms of CPU, against ~280 ms for the scan itself. At
-// 100% the heap grew to twice its live size between collections and
-// stayed resident at that peak; at 25% it still held ~7 MB more than at
-// 10% (BENCHMARKS.md, watch's memory).
-const watchGCPercent = 10
+// scan once its buffers are reused (Scanner.Recycle): about 0.6 MB a
+// scan at 60,000 sockets (most of it reading the processes' /proc
+// files), so at 5% a collection comes every scan or two and marks ~19 MB
+// in ~5 ms of CPU, against ~270 ms for the scan itself. At 100% the heap
+// grew to twice its live size between collections and stayed resident at
+// that peak; at 25% it held ~7 MB more than at 10%, and at 10% ~1 MB
+// more than at 5% (BENCHMARKS.md, watch's memory).
+const watchGCPercent = 5
 
 func runWatch(o *WatchOptions) error {
 	if os.Getenv("GOGC") == "" {

@@ -329,6 +329,13 @@ type Unseen struct {
 	Reason string `json:"reason"`
 }
 
+// Blind reports whether the last sample could not attribute CLOSE_WAIT
+// sockets: what it could not see may be a leak now, and a verdict of no
+// finding is UNKNOWN. Samples before it that could not (a socket closed
+// while a scan on a churning host ran) hid nothing that lasted: a leak's
+// sockets stay, and the last sample saw them all.
+func (u *Unseen) Blind() bool { return u != nil && u.LastCloseWait > 0 }
+
 // Note is a scan note and the number of samples that carried it.
 type Note struct {
 	Text  string `json:"text"`

@@ -75,12 +75,17 @@ func TextNotes(w io.Writer, prefix string, a *analyzer.Analysis) error {
 }
 
 // UnseenLine says, first in every report, that kdiag could not attribute
-// some CLOSE_WAIT sockets, so that no one reads "no finding" as all clear;
-// "" when it attributed every one.
+// some CLOSE_WAIT sockets, so that no one reads "no finding" as all clear:
+// UNKNOWN when the last sample could not (analyzer.Unseen.Blind), a note
+// when only earlier ones could not; "" when it attributed every one.
 func UnseenLine(a *analyzer.Analysis) string {
 	u := a.Unseen
 	if u == nil {
 		return ""
+	}
+	if !u.Blind() {
+		return fmt.Sprintf("in %d of %s up to %s could not be attributed (%s); the last sample attributed every one, so nothing unseen lasted.",
+			u.Samples, human.Plural(a.Samples, "sample"), human.Plural(u.MaxCloseWait, "CLOSE_WAIT socket"), u.Reason)
 	}
 	return fmt.Sprintf("UNKNOWN: in %d of %s up to %s could not be attributed (%s); a leak in a process kdiag could not read would not show here.",
 		u.Samples, human.Plural(a.Samples, "sample"), human.Plural(u.MaxCloseWait, "CLOSE_WAIT socket"), u.Reason)

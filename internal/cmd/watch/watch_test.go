@@ -537,6 +537,35 @@ func TestUnseenIsUnknown(t *testing.T) {
 	}
 }
 
+// TestUnseenThatDidNotLast: a scan that could not attribute CLOSE_WAIT
+// sockets (closed while it ran, on a churning host) before a last scan
+// that attributed every one is a note, not UNKNOWN: the watch exits 0
+// and says the last sample saw them all.
+func TestUnseenThatDidNotLast(t *testing.T) {
+	ios, _, out, _ := cmdutil.Test()
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	n := 0
+	o := &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 3, Quiet: true,
+		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			n++
+			s := &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink",
+				Sockets:   []netstat.Socket{{State: netstat.CloseWait, Inode: 9, PID: 40, FD: 7}},
+				Processes: []netstat.Process{{PID: 40, Name: "app", StartTime: start}}}
+			if n == 1 {
+				s.Sockets = append(s.Sockets, netstat.Socket{State: netstat.CloseWait, Inode: 10, FD: -1})
+				s.Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1}, Reason: "held by no process kdiag can read, or opened or closed while the scan ran"}
+			}
+			return s, nil
+		}}
+	if err := runWatch(o); err != nil {
+		t.Errorf("exit %d (%v), want 0", cmdutil.ExitCode(err), err)
+	}
+	want := "in 1 of 3 samples up to 1 CLOSE_WAIT socket could not be attributed (held by no process kdiag can read, or opened or closed while the scan ran); the last sample attributed every one"
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "UNKNOWN") {
+		t.Errorf("stdout lacks %q or says UNKNOWN:\n%s", want, out)
+	}
+}
+
 // TestOutputsAreNotExposed: a report and a recording hold command lines, so
 // they are created 0600 (through the umask); a listener beyond loopback is
 // warned of; and the temporary file a killed watch left in --textfile's

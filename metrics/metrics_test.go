@@ -266,6 +266,30 @@ func TestServedSnapshotNotAggregatedAgain(t *testing.T) {
 	}
 }
 
+// TestReleaseBeforeReuse: a snapshot the collector has released is
+// aggregated already, so overwriting its sockets (the scanner decodes the
+// next dump into them) changes nothing a scrape says; a snapshot released
+// twice, or one the collector does not hold, is left alone.
+func TestReleaseBeforeReuse(t *testing.T) {
+	snaps := series(60)
+	c := New()
+	tr := analyzer.NewTracker(analyzer.Options{})
+	for i := range snaps {
+		tr.Add(&snaps[i])
+		c.Update(&snaps[i], tr.Analysis(), time.Millisecond)
+		c.Release(&snaps[i])
+		c.Release(&snaps[i])
+		for j := range snaps[i].Sockets { // reused by the next dump
+			snaps[i].Sockets[j] = netstat.Socket{State: netstat.Listen}
+		}
+	}
+	c.ScanFailed(time.Millisecond)
+	c.Release(&snaps[0])
+	if d := cmp.Diff(wantKdiag, flat(gather(t, c), kdiagNames...)); d != "" {
+		t.Errorf("scrape after release and reuse (-want +got):\n%s", d)
+	}
+}
+
 // TestLabelValuesEscaped checks that a process name with the text format's
 // special characters and bytes that are not UTF-8 (a process sets its own
 // comm and argv) is read back by Prometheus's parser as written, the

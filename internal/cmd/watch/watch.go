@@ -419,9 +419,8 @@ loop:
 			a := tracker.Current()
 			if o.Listen != "" || o.Textfile != "" {
 				// Only a reader of the metrics needs them: the collector
-				// keeps the snapshot until a scrape aggregates it, which
-				// would hold it, 7.7 MB at 60,000 sockets, through the
-				// next scan.
+				// keeps the snapshot until a scrape aggregates it (or
+				// Release, before the next scan).
 				col.Update(snap, a, dur)
 			}
 			if o.Textfile != "" {
@@ -440,10 +439,12 @@ loop:
 			if o.Scanned != nil {
 				o.Scanned(scans, snap)
 			}
-			if o.Recycle != nil && o.Listen == "" && o.Textfile == "" {
+			if o.Recycle != nil {
 				// Nothing holds snap now (the tracker and the recording
-				// copy what they keep): its 7.7 MB at 60,000 sockets are
-				// the next dump's, not a new slice every scan.
+				// copy what they keep, and the collector aggregates it
+				// if no scrape has): its 7.7 MB at 60,000 sockets are the
+				// next dump's, not a new slice every scan.
+				col.Release(snap)
 				o.Recycle(snap)
 			}
 		}

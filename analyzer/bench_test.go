@@ -46,23 +46,13 @@ func BenchmarkTrackerAdd(b *testing.B) {
 // BenchmarkAnalysis is the per-sample analysis watch computes for metrics,
 // after an hour of 1 Hz samples.
 func BenchmarkAnalysis(b *testing.B) {
-	tr := NewTracker(Options{Window: time.Hour})
-	s := benchSnap(0, 200, 400, 6)
-	for i := range 3600 {
-		s.Time = t0.Add(time.Duration(i) * time.Second)
-		tr.Add(s)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		tr.Analysis()
-	}
+	benchHourAnalysis(b, benchSnap(0, 200, 400, 6))
 }
 
 // BenchmarkAnalysisManyRemotes is the analysis watch computes when it
 // ends, after an hour of 1 Hz samples of 6 client processes and 4 servers
 // whose clients fill MaxRemotes (B/op: what it allocates).
 func BenchmarkAnalysisManyRemotes(b *testing.B) {
-	tr := NewTracker(Options{Window: time.Hour})
 	s := benchSnap(0, 200, 400, 6)
 	for srv := range 4 {
 		pid := 2000 + srv
@@ -73,6 +63,12 @@ func BenchmarkAnalysisManyRemotes(b *testing.B) {
 				Remote: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.9"), uint16(30000+srv*1000+j))})
 		}
 	}
+	benchHourAnalysis(b, s)
+}
+
+// benchHourAnalysis times Analysis after an hour of s at 1 Hz.
+func benchHourAnalysis(b *testing.B, s *netstat.Snapshot) {
+	tr := NewTracker(Options{Window: time.Hour})
 	for i := range 3600 {
 		s.Time = t0.Add(time.Duration(i) * time.Second)
 		tr.Add(s)

@@ -37,6 +37,18 @@ type kafkaEvidence struct {
 // kafka-go, -python, node-rdkafka, kcat); sockets to --brokers, or without a
 // list to ports 9092-9094.
 func kafkaReason(ev kafkaEvidence) string {
+	if r := ownKafkaReason(ev); r != "" {
+		return r
+	}
+	return brokerSocketsReason(ev)
+}
+
+// ownKafkaReason is what the process's own files say of kafkaReason (its
+// class path, open jars, maps), "" when they say nothing: it does not
+// change from scan to scan as its sockets do, and reading it can cost a
+// readlink of every fd of a JVM (openKafkaJar), so a repeated scan keeps
+// it (Scanner.kafkaOwn).
+func ownKafkaReason(ev kafkaEvidence) string {
 	if jar := classPathKafkaJar(ev.args, ev.procRoot, ev.pid); jar != "" {
 		return "kafka-clients on class path (" + jar + ")"
 	}
@@ -48,6 +60,12 @@ func kafkaReason(ev kafkaEvidence) string {
 	if lib := mapsLibrdkafka(ev.procRoot, ev.pid); lib != "" {
 		return "maps librdkafka (" + lib + ")"
 	}
+	return ""
+}
+
+// brokerSocketsReason is kafkaReason's last resort: the process's sockets
+// to brokers.
+func brokerSocketsReason(ev kafkaEvidence) string {
 	if n := ev.brokerSockets; n > 0 {
 		if ev.haveBrokers {
 			return fmt.Sprintf("sockets to brokers (%d to --brokers)", n)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestKafkaReason(t *testing.T) {
@@ -61,6 +62,76 @@ func TestKafkaReason(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKafkaOwnKept: a repeated scan reads a JVM's open files for the
+// kafka-clients jar once, not every scan: a negative answer holds for
+// kafkaRecheck, a positive one for the process's life; a new process on
+// the pid (another start time) or an exec (another command line) is read
+// afresh, and a one-shot scan always reads.
+func TestKafkaOwnKept(t *testing.T) {
+	root := t.TempDir()
+	fd := filepath.Join(root, "7", "fd")
+	if err := os.MkdirAll(fd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := func(n, target string) {
+		t.Helper()
+		if err := os.Symlink(target, filepath.Join(fd, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link("3", "/app/app.jar")
+	s := NewScanner(root)
+	ev := kafkaEvidence{procRoot: root, pid: 7, name: "java", args: []string{"java", "-jar", "app.jar"}}
+	start := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	now := start.Add(time.Hour)
+	const open = "kafka-clients jar open (kafka-clients-3.7.0.jar)"
+	steps := []struct {
+		name    string
+		do      func()
+		at      time.Duration
+		start   time.Time
+		args    []string
+		noCache bool
+		want    string
+	}{
+		{name: "first scan: no jar", want: ""},
+		{name: "jar opened, 1s later: the answer kept", do: func() { link("4", "/libs/kafka-clients-3.7.0.jar") }, at: time.Second, want: ""},
+		{name: "one-shot scan reads", at: 2 * time.Second, noCache: true, want: open},
+		{name: "kafkaRecheck later: read again", at: kafkaRecheck + time.Second, want: open},
+		{name: "jar closed: a yes is kept", do: func() { os.Remove(filepath.Join(fd, "4")) }, at: 10 * kafkaRecheck, want: open},
+		{name: "another process on the pid", at: 10*kafkaRecheck + time.Second, start: start.Add(time.Minute), want: ""},
+		{name: "jar open again, then an exec", do: func() { link("4", "/libs/kafka-clients-3.7.0.jar") }, at: 10*kafkaRecheck + 2*time.Second,
+			start: start.Add(time.Minute), args: []string{"java", "-jar", "other.jar"}, want: open},
+	}
+	for _, st := range steps {
+		if st.do != nil {
+			st.do()
+		}
+		e := ev
+		if st.args != nil {
+			e.args = st.args
+		}
+		s.NoCache = st.noCache
+		got := s.kafkaOwn(e, orTime(st.start, start), now.Add(st.at))
+		if got != st.want {
+			t.Errorf("%s: %q, want %q", st.name, got, st.want)
+		}
+	}
+	s.NoCache = false
+	s.pruneKafka(map[int]*procTally{})
+	if len(s.kafka) != 0 {
+		t.Errorf("%d processes kept after a scan that saw none", len(s.kafka))
+	}
+}
+
+// orTime returns t, or def when t is zero.
+func orTime(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	return t
 }
 
 func TestIsBrokerSocket(t *testing.T) {

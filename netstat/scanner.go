@@ -127,6 +127,11 @@ type Scanner struct {
 	dedupInodes []uint64
 	// lastDumped is the number of sockets the last scan's dumps listed.
 	lastDumped int
+	// kafka keeps, in a repeated scan, what each process's own files said
+	// of its Kafka client (ownKafkaReason), by pid; kafkaMu guards it, as
+	// processes reads them on several workers.
+	kafka   map[int]kafkaSeen
+	kafkaMu sync.Mutex
 
 	attr *Attributor
 	// iter is the socket fd iterator (FDs), opened on first use, with
@@ -311,7 +316,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.phase("sorted")
 	s.sumStats(stats)
 	s.lastStats.Passes += s.attr.heldPasses
-	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, &n)
+	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, snap.Time, &n)
 	s.phase("processes read")
 	snap.Notes = n.list
 	s.dumps++
@@ -931,13 +936,9 @@ var errNotRoot = errors.New("not root")
 // A process that exits before its details are read no longer holds its
 // sockets (its fds closed with it): they are left unattributed, or dropped
 // when the query selects processes, and a note names it.
-func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGroup, q Query, restricted bool, n *notes) ([]Process, []Socket) {
+func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGroup, q Query, restricted bool, now time.Time, n *notes) ([]Process, []Socket) {
 	// Counts per pid, in one pass: the sockets themselves are not copied.
-	type tally struct {
-		states  [maxState]int
-		brokers int
-	}
-	byPID := map[int]*tally{}
+	byPID := map[int]*procTally{}
 	for i := range socks {
 		x := &socks[i]
 		if x.PID <= 0 {
@@ -945,7 +946,7 @@ func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGrou
 		}
 		t := byPID[x.PID]
 		if t == nil {
-			t = &tally{}
+			t = &procTally{}
 			byPID[x.PID] = t
 		}
 		if x.State < maxState {
@@ -989,8 +990,9 @@ func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGrou
 						p.States[State(st).String()] = c
 					}
 				}
-				p.Kafka = kafkaReason(kafkaEvidence{procRoot: s.ProcRoot, pid: pid, name: p.Name, args: args,
-					brokerSockets: t.brokers, haveBrokers: len(q.Brokers) > 0})
+				ev := kafkaEvidence{procRoot: s.ProcRoot, pid: pid, name: p.Name, args: args,
+					brokerSockets: t.brokers, haveBrokers: len(q.Brokers) > 0}
+				p.Kafka = cmp.Or(s.kafkaOwn(ev, p.StartTime, now), brokerSocketsReason(ev))
 				out[i] = p
 			}
 		}()
@@ -1000,6 +1002,7 @@ func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGrou
 	}
 	close(work)
 	wg.Wait()
+	s.pruneKafka(byPID)
 	var exited []int
 	gone := map[int]bool{}
 	for i, f := range failed {
@@ -1027,6 +1030,67 @@ func (s *Scanner) processes(ctx context.Context, socks []Socket, groups []nsGrou
 	n.add("%s exited before %s details were read; %s %s", pidList(exited, nil), pronoun(len(exited), "its", "their"),
 		cmdPlural(left, "socket is", "sockets are"), what)
 	return out, socks
+}
+
+// procTally counts a process's sockets of a scan by state, and those to
+// brokers.
+type procTally struct {
+	states  [maxState]int
+	brokers int
+}
+
+// kafkaSeen is what a process's own files said of its Kafka client
+// (ownKafkaReason) at a repeated scan: the process is known by its pid and
+// start time, and the command line it had (an exec keeps both).
+type kafkaSeen struct {
+	start   time.Time
+	cmdline string
+	reason  string
+	at      time.Time
+}
+
+// kafkaRecheck is how long a repeated scan trusts that a process's own
+// files say nothing of a Kafka client: a JVM opens its jars as it loads
+// classes, so the kafka-clients jar may be opened after its first scan.
+// What they said once stays said for the process's life.
+const kafkaRecheck = 30 * time.Second
+
+// kafkaOwn returns ownKafkaReason(ev) for the process started at start,
+// read afresh by a one-shot scan and, in a repeated one, when it has not
+// been read for this process (or its command line changed, or it said
+// nothing kafkaRecheck ago or more, or the clock went back). Reading it
+// each scan cost a readlink of every fd of a JVM whose class path does
+// not name kafka-clients (a Spring Boot fat jar), 20,000 a second for one
+// leaking 20,000 sockets.
+func (s *Scanner) kafkaOwn(ev kafkaEvidence, start, now time.Time) string {
+	if s.NoCache {
+		return ownKafkaReason(ev)
+	}
+	cmdline := strings.Join(ev.args, "\x00")
+	s.kafkaMu.Lock()
+	k, ok := s.kafka[ev.pid]
+	s.kafkaMu.Unlock()
+	if ok && k.start.Equal(start) && k.cmdline == cmdline &&
+		(k.reason != "" || (now.Sub(k.at) < kafkaRecheck && !now.Before(k.at))) {
+		return k.reason
+	}
+	k = kafkaSeen{start: start, cmdline: cmdline, reason: ownKafkaReason(ev), at: now}
+	s.kafkaMu.Lock()
+	if s.kafka == nil {
+		s.kafka = map[int]kafkaSeen{}
+	}
+	s.kafka[ev.pid] = k
+	s.kafkaMu.Unlock()
+	return k.reason
+}
+
+// pruneKafka forgets the processes that hold none of the scan's sockets.
+func (s *Scanner) pruneKafka(held map[int]*procTally) {
+	for pid := range s.kafka {
+		if held[pid] == nil {
+			delete(s.kafka, pid)
+		}
+	}
 }
 
 // compareSockets orders sockets by state, then local and remote address.

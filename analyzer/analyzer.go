@@ -259,7 +259,8 @@ type ProcessSeries struct {
 	Last Counts `json:"last"`
 	// Points has one entry per sample from FirstSeen to the end of the
 	// window; samples after the process was last seen count zero (nil from
-	// Tracker.Current).
+	// Tracker.Current). More than MaxPoints samples are given in MaxPoints
+	// points, each the most of each state over its run of samples.
 	Points []Point `json:"points"`
 	// CloseWait is the trend over the window, CloseWaitRecent over its
 	// trailing Options.Recent, Established the ESTABLISHED trend.

@@ -431,3 +431,38 @@ func TestAgeBounds(t *testing.T) {
 		t.Errorf("MaxAgeAt = %v, %v; want 50s", hi, ok)
 	}
 }
+
+// TestPointsBounded: a process's series of more than MaxPoints samples is
+// given in MaxPoints points, in time order from its first sample, with a
+// one-sample spike kept; a shorter one has a point per sample.
+func TestPointsBounded(t *testing.T) {
+	for _, n := range []int{MaxPoints - 1, MaxPoints, MaxPoints + 1, 3*MaxPoints + 7} {
+		tr := NewTracker(Options{Window: 24 * time.Hour})
+		spike := n * 2 / 3
+		for i := range n {
+			s := &netstat.Snapshot{Time: t0.Add(time.Duration(i) * time.Second), Processes: []netstat.Process{proc(5, "app", t0)}}
+			cw := 1
+			if i == spike {
+				cw = 40
+			}
+			for j := range cw {
+				s.Sockets = append(s.Sockets, netstat.Socket{State: netstat.CloseWait, PID: 5, Inode: uint64(j + 1)})
+			}
+			tr.Add(s)
+		}
+		pts := tr.Analysis().Processes[0].Points
+		if want := min(n, MaxPoints); len(pts) != want {
+			t.Errorf("%d samples: %d points, want %d", n, len(pts), want)
+		}
+		top := 0
+		for i, p := range pts {
+			if i > 0 && !p.Time.After(pts[i-1].Time) {
+				t.Errorf("%d samples: point %d at %v, not after %v", n, i, p.Time, pts[i-1].Time)
+			}
+			top = max(top, p.Counts.Get(netstat.CloseWait))
+		}
+		if top != 40 || !pts[0].Time.Equal(t0) {
+			t.Errorf("%d samples: highest point %d CLOSE_WAIT (want the spike's 40), first at %v", n, top, pts[0].Time)
+		}
+	}
+}

@@ -13,7 +13,8 @@
 # binaries; each after it is run as given, with kdiag@old and kdiag@new
 # standing for the two binaries (e.g. 'kdiag@new scan --fds proc'). QUIET=1.0 waits (up to
 # QUIET_WAIT, default 5m) for the 1-minute load to fall below 1.0 first;
-# the load is printed with every row anyway.
+# the load is printed with every row anyway. HOLDER_NAME=java runs the
+# socket holders under that name (bench/lib.sh).
 #
 # As root with unshare and ip, everything runs in network and PID
 # namespaces of its own (ISOLATE=0: in the current ones): kdiag and the
@@ -29,7 +30,8 @@ OLD=${OLD:-HEAD}
 NEW=${NEW:-}
 LIFETIME=${LIFETIME:-15m}
 CHURN=${CHURN:-}
-export N M RUNS LIFETIME CHURN
+HOLDER_NAME=${HOLDER_NAME:-}
+export N M RUNS LIFETIME CHURN HOLDER_NAME
 
 if [ -z "${KDIAG_BENCH_INNER:-}" ]; then
   tmp=$(mktemp -d)

@@ -8,11 +8,19 @@
 # until it prints READY, and
 # echoes that line to stderr. stop_holder stops it; call it from the
 # caller's EXIT trap. mksockets stops by itself after LIFETIME anyway.
+# With HOLDER_NAME set (e.g. java), the holders run as a copy of mksockets
+# of that name: kdiag takes processes named java for JVMs and looks for a
+# kafka-clients jar among their open files.
 
 holder=""
 
 hold_sockets() {
   local bin=$1 dir=$2 n=$3 m=$4 lifetime=$5
+  if [ -n "${HOLDER_NAME:-}" ]; then
+    mkdir -p "$dir/as"
+    cp "$bin" "$dir/as/$HOLDER_NAME"
+    bin=$dir/as/$HOLDER_NAME
+  fi
   "$bin" -closewait "$n" -established "$m" -lifetime "$lifetime" ${CHURN:+-churn "$CHURN"} >"$dir/ready" &
   holder=$!
   for _ in $(seq 1 "$((${READY_WAIT:-180} * 5))"); do

@@ -393,3 +393,28 @@ func TestPromtoolChecksEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAggregate is a scrape's (or, since the scanner reuses the
+// sockets, every --listen scan's) aggregation at case D's shape: 20,000
+// CLOSE_WAIT toward 3 brokers, and 20,000 connections whose two ends are
+// both on the host, the servers' 20,000 ESTABLISHED each to a remote of its
+// own.
+func BenchmarkAggregate(b *testing.B) {
+	s := &netstat.Snapshot{}
+	for p := range 6 {
+		s.Processes = append(s.Processes, netstat.Process{PID: 100 + p, Name: "app"})
+	}
+	cli := netip.MustParseAddr("10.0.0.9")
+	for i := range 20000 {
+		s.Sockets = append(s.Sockets,
+			netstat.Socket{State: netstat.CloseWait, PID: 100 + i%3, Remote: netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), uint16(9092+i%3))},
+			netstat.Socket{State: netstat.Established, PID: 103, Remote: netip.MustParseAddrPort("10.0.0.2:9092")},
+			netstat.Socket{State: netstat.Established, PID: 104 + i%2, Remote: netip.AddrPortFrom(cli, uint16(1024+i))})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := aggregate(s, DefaultMaxRemotes); len(got) == 0 {
+			b.Fatal("no series")
+		}
+	}
+}

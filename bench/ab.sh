@@ -49,6 +49,7 @@ if [ -z "${KDIAG_BENCH_INNER:-}" ]; then
   build "$NEW" "$tmp/new" "$tmp/kdiag-new"
   go build -o "$tmp/mksockets" ./bench/mksockets
   go build -o "$tmp/scanbench" ./bench/scanbench
+  go build -o "$tmp/pagefault" ./bench/pagefault
   export BIN=$tmp KDIAG_BENCH_INNER=1
   export AB_OLD="$OLD ($(git rev-parse --short "$OLD"))" AB_NEW="${NEW:-work tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' + changes')}"
   if [ "${ISOLATE:-1}" = 1 ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v ip >/dev/null; then
@@ -81,7 +82,9 @@ for a in "$@"; do
   fi
 done
 echo "== old: $AB_OLD; new: $AB_NEW" >&2
-echo "== machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# A page fault's cost (bench/pagefault) with the load: where faults are
+# slow, a tool's time follows its resident memory.
+echo "== machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), page fault $("$BIN/pagefault")" >&2
 "$BIN/scanbench" -runs "$RUNS" -label "N=$N M=$M" ${QUIET:+-quiet "$QUIET" -quiet-wait "${QUIET_WAIT:-5m}"} "${cmds[@]}" |
   sed -e "s|$BIN/kdiag-old|kdiag@old|g" -e "s|$BIN/kdiag-new|kdiag@new|g"
 echo "== after: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2

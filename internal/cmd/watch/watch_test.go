@@ -505,22 +505,30 @@ func TestPlainLineSaysServed(t *testing.T) {
 	}
 }
 
+// threeScans is a quiet watch of three scans a second apart, each a
+// snapshot that fill completes (n: the scan, from 1).
+func threeScans(ios *cmdutil.IOStreams, fill func(s *netstat.Snapshot, n int)) *WatchOptions {
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	n := 0
+	return &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 3, Quiet: true,
+		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			n++
+			s := &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink"}
+			fill(s, n)
+			return s, nil
+		}}
+}
+
 // TestUnseenIsUnknown: a watch whose scans could not attribute CLOSE_WAIT
 // sockets says so before its findings and exits 3 (UNKNOWN), and its notes
 // go to stderr, not among the findings on stdout.
 func TestUnseenIsUnknown(t *testing.T) {
 	ios, _, out, errOut := cmdutil.Test()
-	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	n := 0
-	o := &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 3, Quiet: true,
-		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
-			n++
-			return &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink",
-				Sockets: []netstat.Socket{{State: netstat.CloseWait, Inode: 9, FD: -1}},
-				Notes:   []string{"1 socket unattributed: the fds of pid 1 (init) could not be read (permission denied)"},
-				Unseen:  &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1}, Reason: "the fds of pid 1 (init) could not be read (permission denied)"},
-			}, nil
-		}}
+	o := threeScans(ios, func(s *netstat.Snapshot, _ int) {
+		s.Sockets = []netstat.Socket{{State: netstat.CloseWait, Inode: 9, FD: -1}}
+		s.Notes = []string{"1 socket unattributed: the fds of pid 1 (init) could not be read (permission denied)"}
+		s.Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1}, Reason: "the fds of pid 1 (init) could not be read (permission denied)"}
+	})
 	err := runWatch(o)
 	if code := cmdutil.ExitCode(err); code != cmdutil.ExitUnknown {
 		t.Errorf("exit %d, want %d", code, cmdutil.ExitUnknown)
@@ -543,20 +551,14 @@ func TestUnseenIsUnknown(t *testing.T) {
 // and says the last sample saw them all.
 func TestUnseenThatDidNotLast(t *testing.T) {
 	ios, _, out, _ := cmdutil.Test()
-	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	n := 0
-	o := &WatchOptions{IO: ios, Interval: 10 * time.Millisecond, Count: 3, Quiet: true,
-		Scan: func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
-			n++
-			s := &netstat.Snapshot{Time: start.Add(time.Duration(n) * time.Second), Source: "netlink",
-				Sockets:   []netstat.Socket{{State: netstat.CloseWait, Inode: 9, PID: 40, FD: 7}},
-				Processes: []netstat.Process{{PID: 40, Name: "app", StartTime: start}}}
-			if n == 1 {
-				s.Sockets = append(s.Sockets, netstat.Socket{State: netstat.CloseWait, Inode: 10, FD: -1})
-				s.Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1}, Reason: "held by no process kdiag can read, or opened or closed while the scan ran"}
-			}
-			return s, nil
-		}}
+	o := threeScans(ios, func(s *netstat.Snapshot, n int) {
+		s.Sockets = []netstat.Socket{{State: netstat.CloseWait, Inode: 9, PID: 40, FD: 7}}
+		s.Processes = []netstat.Process{{PID: 40, Name: "app", StartTime: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}}
+		if n == 1 {
+			s.Sockets = append(s.Sockets, netstat.Socket{State: netstat.CloseWait, Inode: 10, FD: -1})
+			s.Unseen = &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1}, Reason: "held by no process kdiag can read, or opened or closed while the scan ran"}
+		}
+	})
 	if err := runWatch(o); err != nil {
 		t.Errorf("exit %d (%v), want 0", cmdutil.ExitCode(err), err)
 	}

@@ -314,41 +314,8 @@ type cwSocket struct {
 	age, idleAtFIN      time.Duration
 	gen                 uint32
 	recvQ               uint32
-	local, remote       endpoint
+	local, remote       netstat.PackedAddrPort
 	hasAge, held        bool
-}
-
-// endpoint is a netip.AddrPort in 19 bytes: the address's 16 bytes, its
-// kind and the port. An AddrPort takes 32, with a pointer (its zone) for
-// the garbage collector to follow. A zone is dropped: the kernel's
-// sockets have none.
-type endpoint struct {
-	addr [16]byte
-	port uint16
-	kind uint8 // 0: no address, 4 or 6
-}
-
-func packEndpoint(ap netip.AddrPort) endpoint {
-	e := endpoint{port: ap.Port()}
-	switch a := ap.Addr(); {
-	case a.Is4():
-		b := a.As4()
-		copy(e.addr[:], b[:])
-		e.kind = 4
-	case a.Is6():
-		e.addr, e.kind = a.As16(), 6
-	}
-	return e
-}
-
-func (e endpoint) addrPort() netip.AddrPort {
-	switch e.kind {
-	case 4:
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(e.addr[:4])), e.port)
-	case 6:
-		return netip.AddrPortFrom(netip.AddrFrom16(e.addr), e.port)
-	}
-	return netip.AddrPort{}
 }
 
 // export returns c as a CloseWaitSocket, its times in loc (the samples'
@@ -361,7 +328,7 @@ func (c *cwSocket) export(loc *time.Location) CloseWaitSocket {
 		return time.Unix(0, ns).In(loc)
 	}
 	return CloseWaitSocket{
-		Process: c.proc.key, Local: c.local.addrPort(), Remote: c.remote.addrPort(), Inode: c.inode,
+		Process: c.proc.key, Local: c.local.AddrPort(), Remote: c.remote.AddrPort(), Inode: c.inode,
 		FirstSeen: at(c.firstSeen), LastSeen: at(c.lastSeen),
 		RecvQ: c.recvQ, Age: c.age, HasAge: c.hasAge,
 		FINAt: at(c.finAt), FINEarliest: at(c.finEarliest), IdleAtFIN: c.idleAtFIN,
@@ -377,14 +344,14 @@ func (t *Tracker) closeWait(sk *netstat.Socket, ps *procState, when time.Time) {
 		id := inodeID{sk.NetNS, sk.Inode}
 		c = t.cw[id]
 		if c == nil || c.proc.key != ps.key {
-			c = &cwSocket{proc: ps, local: packEndpoint(sk.Local), remote: packEndpoint(sk.Remote), inode: sk.Inode, firstSeen: at}
+			c = &cwSocket{proc: ps, local: netstat.PackAddrPort(sk.Local), remote: netstat.PackAddrPort(sk.Remote), inode: sk.Inode, firstSeen: at}
 			t.cw[id] = c
 		}
 	} else {
 		id := tupleID{sk.NetNS, sk.Local, sk.Remote}
 		c = t.cwTuple[id]
 		if c == nil || c.proc.key != ps.key {
-			c = &cwSocket{proc: ps, local: packEndpoint(sk.Local), remote: packEndpoint(sk.Remote), firstSeen: at}
+			c = &cwSocket{proc: ps, local: netstat.PackAddrPort(sk.Local), remote: netstat.PackAddrPort(sk.Remote), firstSeen: at}
 			t.cwTuple[id] = c
 		}
 	}
@@ -396,8 +363,8 @@ func (t *Tracker) closeWait(sk *netstat.Socket, ps *procState, when time.Time) {
 		if !c.held {
 			c.held, c.heldSince = true, at
 		}
-		if c.remote.kind == 0 {
-			c.remote, c.local = packEndpoint(sk.Remote), packEndpoint(sk.Local)
+		if !c.remote.IsValid() {
+			c.remote, c.local = netstat.PackAddrPort(sk.Remote), netstat.PackAddrPort(sk.Local)
 		}
 		return
 	}
@@ -639,13 +606,9 @@ const MaxPoints = 600
 // at most MaxPoints of them.
 func (t *Tracker) points(c *series, first int) []Point {
 	off := first - t.base
-	n := 0 // samples in the window
-	c.each(func(i int, _ Counts) bool {
-		if j := off + i; j >= 0 && j < len(t.times) {
-			n++
-		}
-		return true
-	})
+	// The samples in the window: i from max(0, -off), below
+	// min(c.len(), len(t.times)-off).
+	n := max(0, min(c.len(), len(t.times)-off)-max(0, -off))
 	out := make([]Point, 0, min(n, MaxPoints))
 	k := 0 // the sample's place among the n
 	c.each(func(i int, x Counts) bool {

@@ -207,30 +207,18 @@ func (c *Collector) ScanFailed(scanDur time.Duration) {
 // each (20,000 at case D), and formatting and sorting them all as strings
 // cost a 1 Hz watch --listen 50 ms a scan.
 func aggregate(s *netstat.Snapshot, max int) []socketSeries {
-	// The key holds the remote's address as bytes: hashing a
-	// netip.AddrPort hashes its zone's pointer too, and a key without
-	// pointers is cheaper to hash and to keep (a third of the time).
+	// The key holds the remote packed: hashing a netip.AddrPort hashes
+	// its zone's pointer too, and a key without pointers is cheaper to
+	// hash and to keep (a third of the time).
 	type key struct {
-		addr  [16]byte
-		pid   int32
-		port  uint16
-		state netstat.State
-		is4   bool // addr holds an IPv4 address; neither: no remote
-		is6   bool
+		remote netstat.PackedAddrPort
+		pid    int32
+		state  netstat.State
 	}
 	counts := make(map[key]int32)
 	for i := range s.Sockets {
 		sk := &s.Sockets[i]
-		k := key{pid: int32(max0(sk.PID)), port: sk.Remote.Port(), state: sk.State}
-		switch a := sk.Remote.Addr(); {
-		case a.Is4():
-			b := a.As4()
-			copy(k.addr[:], b[:])
-			k.is4 = true
-		case a.Is6():
-			k.addr, k.is6 = a.As16(), true
-		}
-		counts[k]++
+		counts[key{netstat.PackAddrPort(sk.Remote), int32(max0(sk.PID)), sk.State}]++
 	}
 	type count struct {
 		pid    int
@@ -240,14 +228,7 @@ func aggregate(s *netstat.Snapshot, max int) []socketSeries {
 	}
 	all := make([]count, 0, len(counts))
 	for k, n := range counts {
-		c := count{pid: int(k.pid), state: k.state, n: int(n)}
-		switch {
-		case k.is4:
-			c.remote = netip.AddrPortFrom(netip.AddrFrom4([4]byte(k.addr[:4])), k.port)
-		case k.is6:
-			c.remote = netip.AddrPortFrom(netip.AddrFrom16(k.addr), k.port)
-		}
-		all = append(all, c)
+		all = append(all, count{pid: int(k.pid), state: k.state, remote: k.remote.AddrPort(), n: int(n)})
 	}
 	// Busiest first within each (pid, state), so the cut keeps the top ones.
 	slices.SortFunc(all, func(x, y count) int {

@@ -154,13 +154,12 @@ func pack(s *Socket) packedSocket {
 // packAddr writes a into b (an IPv4 address in its first 4 bytes) and
 // returns the flag saying which kind it was, 0 for the zero Addr.
 func packAddr(b *[16]byte, a netip.Addr, is4, is6 uint8) uint8 {
-	switch {
-	case a.Is4():
-		v := a.As4()
-		copy(b[:], v[:])
+	var kind uint8
+	*b, kind = addrBytes(a)
+	switch kind {
+	case 4:
 		return is4
-	case a.Is6():
-		*b = a.As16()
+	case 6:
 		return is6
 	}
 	return 0
@@ -169,9 +168,9 @@ func packAddr(b *[16]byte, a netip.Addr, is4, is6 uint8) uint8 {
 func unpackAddr(b *[16]byte, flags, is4, is6 uint8) netip.Addr {
 	switch {
 	case flags&is4 != 0:
-		return netip.AddrFrom4([4]byte(b[:4]))
+		return addrFromBytes(b, 4)
 	case flags&is6 != 0:
-		return netip.AddrFrom16(*b)
+		return addrFromBytes(b, 6)
 	}
 	return netip.Addr{}
 }

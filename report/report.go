@@ -83,12 +83,12 @@ func UnseenLine(a *analyzer.Analysis) string {
 	if u == nil {
 		return ""
 	}
-	if !u.Blind() {
-		return fmt.Sprintf("in %d of %s up to %s could not be attributed (%s); the last sample attributed every one, so nothing unseen lasted.",
-			u.Samples, human.Plural(a.Samples, "sample"), human.Plural(u.MaxCloseWait, "CLOSE_WAIT socket"), u.Reason)
-	}
-	return fmt.Sprintf("UNKNOWN: in %d of %s up to %s could not be attributed (%s); a leak in a process kdiag could not read would not show here.",
+	what := fmt.Sprintf("in %d of %s up to %s could not be attributed (%s)",
 		u.Samples, human.Plural(a.Samples, "sample"), human.Plural(u.MaxCloseWait, "CLOSE_WAIT socket"), u.Reason)
+	if !u.Blind() {
+		return what + "; the last sample attributed every one, so nothing unseen lasted."
+	}
+	return "UNKNOWN: " + what + "; a leak in a process kdiag could not read would not show here."
 }
 
 func noFindingLine(a *analyzer.Analysis) string {

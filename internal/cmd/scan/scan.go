@@ -144,11 +144,31 @@ func (o *ScanOptions) complete() error {
 	return nil
 }
 
-// phase prints, with --phases, the time since processStart and name.
+// phase prints, with --phases, the time since processStart, the resident
+// memory so far (peak, then now: anonymous and file-backed, from
+// /proc/self/status) and name: where a scan's peak RSS is made.
 func (o *ScanOptions) phase(name string) {
 	if o.Phases {
-		fmt.Fprintf(o.IO.ErrOut, "kdiag: phase %8.2f ms  %s\n", float64(time.Since(processStart).Microseconds())/1000, name)
+		fmt.Fprintf(o.IO.ErrOut, "kdiag: phase %8.2f ms %s  %s\n", float64(time.Since(processStart).Microseconds())/1000, residentKB(), name)
 	}
+}
+
+// residentKB returns VmHWM, RssAnon and RssFile from /proc/self/status
+// as "hwm N anon N file N" in KB; what it cannot read is left out.
+func residentKB() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, f := range [][2]string{{"VmHWM:", "hwm"}, {"RssAnon:", "anon"}, {"RssFile:", "file"}} {
+			if v, ok := strings.CutPrefix(line, f[0]); ok {
+				out = append(out, f[1]+" "+strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // processStart is when this package was initialized.

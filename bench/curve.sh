@@ -9,6 +9,11 @@
 #
 #   bench/curve.sh                                  # 1,000 10,000 60,000 200,000 sockets
 #   SIZES="1000 10000" RUNS=5 WATCH=20s bench/curve.sh
+#   PARTS=watch WATCH=20s bench/curve.sh             # the watch rows alone
+#
+# PARTS says which rows to time: scan (kdiag scan and ss), watch, or both
+# (the default, "scan watch"). The plot keeps the last row of each size and
+# command, so a part run again replaces its own rows only.
 #
 # As root with unshare and ip, each size runs in network and PID namespaces
 # of its own. Needs go and ss; 200,000 sockets need about 1.5 GB of kernel
@@ -19,9 +24,10 @@ cd "$(dirname "$0")/.."
 SIZES=${SIZES:-1000 10000 60000 200000}
 RUNS=${RUNS:-5}
 WATCH=${WATCH:-30s}
+PARTS=${PARTS:-scan watch}
 OUT=${OUT:-bench/results/curve.tsv}
 SVG=${SVG:-bench/results/curve.svg}
-export RUNS WATCH
+export RUNS WATCH PARTS
 
 if [ -z "${KDIAG_BENCH_INNER:-}" ]; then
   tmp=$(mktemp -d)
@@ -55,14 +61,20 @@ M=$((M / 2 * 2)) # both ends of M/2 connections
 READY_WAIT=600 hold_sockets "$BIN/mksockets" "$BIN" "$N" "$M" 40m
 echo "== $SIZE sockets: $(ss -tanH state close-wait | wc -l) CLOSE_WAIT, $(ss -tanH state established | wc -l) ESTABLISHED; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 K=$BIN/kdiag
-"$BIN/scanbench" -runs "$RUNS" -warmup 1 -label "$SIZE" -tsv "$OUT" \
-  "$K scan --state close-wait -o json" \
-  "ss -tan state close-wait" \
-  "ss -tanp state close-wait" \
-  "$K scan -o json" \
-  "ss -tan" \
-  "ss -tanp" | sed "s|$BIN/||g"
-"$BIN/scanbench" -runs 2 -label "$SIZE" -tsv "$OUT" -exit-ok 0,3 \
-  "$K watch --state close-wait,established --interval 1s --duration $WATCH --quiet" \
-  "$K watch --state close-wait,established --events off --interval 1s --duration $WATCH --quiet" \
-  "$K watch --interval 1s --duration $WATCH --quiet" | sed "s|$BIN/||g"
+case " $PARTS " in *" scan "*)
+  "$BIN/scanbench" -runs "$RUNS" -warmup 1 -label "$SIZE" -tsv "$OUT" \
+    "$K scan --state close-wait -o json" \
+    "ss -tan state close-wait" \
+    "ss -tanp state close-wait" \
+    "$K scan -o json" \
+    "ss -tan" \
+    "ss -tanp" | sed "s|$BIN/||g"
+  ;;
+esac
+case " $PARTS " in *" watch "*)
+  "$BIN/scanbench" -runs 2 -label "$SIZE" -tsv "$OUT" -exit-ok 0,3 \
+    "$K watch --state close-wait,established --interval 1s --duration $WATCH --quiet" \
+    "$K watch --state close-wait,established --events off --interval 1s --duration $WATCH --quiet" \
+    "$K watch --interval 1s --duration $WATCH --quiet" | sed "s|$BIN/||g"
+  ;;
+esac

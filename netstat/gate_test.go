@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -218,7 +219,9 @@ func TestScanGateStopsKeepingWhenWoken(t *testing.T) {
 }
 
 // TestScanRecycleGated checks that a snapshot the gate keeps to serve
-// again is not reused when given back: the next scan serves it whole.
+// again is not reused when given back: the next scan serves it whole. The
+// dump that replaces it decodes into its memory once the served copy was
+// given back too, and leaves alone one the caller kept.
 func TestScanRecycleGated(t *testing.T) {
 	f := newFixture(t)
 	g := newGated(t, SourceNetlink)
@@ -243,14 +246,46 @@ func TestScanRecycleGated(t *testing.T) {
 		t.Fatalf("third scan: Unchanged %v, %d sockets, want the kept dump's %d served", served.Unchanged, len(served.Sockets), want)
 	}
 	g.Recycle(served)
-	// The counter moves: a dump, into memory of its own.
+	// The counter moves: a dump, into the memory given back.
 	g.count++
 	g.clock = g.clock.Add(time.Second)
 	dumped := g.scan(t, q)
 	if dumped.Unchanged || len(dumped.Sockets) != want {
 		t.Fatalf("fourth scan: Unchanged %v, %d sockets, want a dump of %d", dumped.Unchanged, len(dumped.Sockets), want)
 	}
-	if sameMemory(dumped.Sockets, served.Sockets) {
-		t.Error("the dump reused the served snapshot's sockets")
+	if !sameMemory(dumped.Sockets, served.Sockets) {
+		t.Error("the dump allocated anew although the gate's sockets were given back")
+	}
+	// Served again and kept by the caller: the next dump leaves it alone.
+	g.clock = g.clock.Add(time.Second)
+	held := g.scan(t, q)
+	if !held.Unchanged {
+		t.Fatal("fifth scan: not served")
+	}
+	before := slices.Clone(held.Sockets)
+	g.count++
+	g.clock = g.clock.Add(time.Second)
+	next := g.scan(t, q)
+	if next.Unchanged || len(next.Sockets) != want {
+		t.Fatalf("sixth scan: Unchanged %v, %d sockets, want a dump of %d", next.Unchanged, len(next.Sockets), want)
+	}
+	if sameMemory(next.Sockets, held.Sockets) {
+		t.Error("the dump reused a served snapshot the caller did not give back")
+	}
+	if !slices.Equal(held.Sockets, before) {
+		t.Error("a dump altered a served snapshot the caller did not give back")
+	}
+	// Done scanning: DropRecycled lets go of what the gate keeps as well
+	// (watch's final analysis needs the memory), and a scan after it dumps.
+	if g.gate.last == nil {
+		t.Fatal("the gate keeps no dump before DropRecycled")
+	}
+	g.DropRecycled()
+	if g.gate.last != nil {
+		t.Error("DropRecycled left the gate's snapshot held")
+	}
+	g.clock = g.clock.Add(time.Second)
+	if s := g.scan(t, q); s.Unchanged {
+		t.Error("the scan after DropRecycled served the dropped dump")
 	}
 }

@@ -149,3 +149,19 @@ func BenchmarkTrackerLive(b *testing.B) {
 	}
 	b.ReportMetric(float64(kept), "B")
 }
+
+// BenchmarkAnalysisCaseD is the analysis kdiag watch computes when it ends
+// after 20 samples at case D (20,000 CLOSE_WAIT, 40,000 ESTABLISHED over 6
+// processes): B/op is what it adds to watch's heap at its peak.
+func BenchmarkAnalysisCaseD(b *testing.B) {
+	tr := NewTracker(Options{Window: time.Hour})
+	s := benchSnap(0, 20000, 40000, 6)
+	for i := range 20 {
+		s.Time = t0.Add(time.Duration(i) * time.Second)
+		tr.Add(s)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.Analysis()
+	}
+}

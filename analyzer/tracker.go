@@ -481,6 +481,23 @@ func (t *Tracker) analysis(full bool) *Analysis {
 	}
 	live := make(map[ProcessKey][]CloseWaitSocket)
 	oldest := make(map[ProcessKey]CloseWaitSocket)
+	if full {
+		// Each process's sockets in its own part of one array, sized
+		// first: appending grew each process's slice by doubling, 18 MB
+		// allocated for the 5.6 MB kept at case D (20,000 CLOSE_WAIT,
+		// BenchmarkAnalysisCaseD), which made the peak of watch's end.
+		counts := make(map[ProcessKey]int, len(t.procs))
+		for _, c := range t.cw {
+			counts[c.proc.key]++
+		}
+		for _, c := range t.cwTuple {
+			counts[c.proc.key]++
+		}
+		all := make([]CloseWaitSocket, len(t.cw)+len(t.cwTuple))
+		for k, n := range counts {
+			live[k], all = all[:0:n], all[n:]
+		}
+	}
 	add := func(c *cwSocket) {
 		x := c.export(t.loc)
 		if full {

@@ -67,9 +67,12 @@ func BenchmarkAnalysisManyRemotes(b *testing.B) {
 }
 
 // benchHourAnalysis times Analysis after an hour of s at 1 Hz.
-func benchHourAnalysis(b *testing.B, s *netstat.Snapshot) {
+func benchHourAnalysis(b *testing.B, s *netstat.Snapshot) { benchAnalysis(b, s, 3600) }
+
+// benchAnalysis times Analysis after samples of s at 1 Hz.
+func benchAnalysis(b *testing.B, s *netstat.Snapshot, samples int) {
 	tr := NewTracker(Options{Window: time.Hour})
-	for i := range 3600 {
+	for i := range samples {
 		s.Time = t0.Add(time.Duration(i) * time.Second)
 		tr.Add(s)
 	}
@@ -154,14 +157,5 @@ func BenchmarkTrackerLive(b *testing.B) {
 // after 20 samples at case D (20,000 CLOSE_WAIT, 40,000 ESTABLISHED over 6
 // processes): B/op is what it adds to watch's heap at its peak.
 func BenchmarkAnalysisCaseD(b *testing.B) {
-	tr := NewTracker(Options{Window: time.Hour})
-	s := benchSnap(0, 20000, 40000, 6)
-	for i := range 20 {
-		s.Time = t0.Add(time.Duration(i) * time.Second)
-		tr.Add(s)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		tr.Analysis()
-	}
+	benchAnalysis(b, benchSnap(0, 20000, 40000, 6), 20)
 }

@@ -223,6 +223,9 @@ func runScan(opts *ScanOptions) error {
 		s.FDs = opts.FDs
 		s.Now = opts.Now
 		s.NoCache = true // one scan: nothing to reuse
+		// The table has a row a process, whose figures do not depend on
+		// the sockets' order (ties broken by address): no sort.
+		s.Unordered = opts.Output == "table"
 		if opts.Phases {
 			s.Phase = func(name string) { opts.phase(name) }
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -230,6 +231,28 @@ func TestGolden(t *testing.T) {
 				t.Errorf("stderr %q: want the note once", errOut)
 			}
 		})
+	}
+}
+
+// TestTableIgnoresSocketOrder checks that the table, which a one-shot scan
+// renders from unsorted sockets (Scanner.Unordered), says the same of the
+// sockets in any order: its golden file holds for every order.
+func TestTableIgnoresSocketOrder(t *testing.T) {
+	var want bytes.Buffer
+	if err := writeTable(&want, fixedSnapshot(), view{hostNS: 4026531840, now: fixedNow}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 20 {
+		snap := fixedSnapshot()
+		r.Shuffle(len(snap.Sockets), func(a, b int) { snap.Sockets[a], snap.Sockets[b] = snap.Sockets[b], snap.Sockets[a] })
+		var got bytes.Buffer
+		if err := writeTable(&got, snap, view{hostNS: 4026531840, now: fixedNow}); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want.String(), got.String()); d != "" {
+			t.Fatalf("order %d (-sorted +shuffled):\n%s", i, d)
+		}
 	}
 }
 

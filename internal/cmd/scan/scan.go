@@ -186,16 +186,6 @@ func runScan(opts *ScanOptions) error {
 	// small, but at 20,000 CLOSE_WAIT it left the JSON scan's peak RSS
 	// 0.5 MB higher (18.5 -> 19.0 MB) and made the larger outputs collect
 	// without pause (-o wide: 1.2 s -> 3.0 s). See BENCHMARKS.md.
-	//
-	// Collections rarer instead: a scan keeps most of what it allocates
-	// (at case D 15.8 MB allocated for a 12 MB live heap), so the
-	// collector at GOGC=100 frees little, and its cycles cost a scan more
-	// than they save: their mark bitmaps and work buffers are fresh pages
-	// to fault in. At 400 a scan below 16 MB of heap does not collect, and
-	// a larger one still collects at five times its live heap.
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(scanGCPercent)
-	}
 	if opts.CPUProfile != "" {
 		f, err := os.Create(opts.CPUProfile)
 		if err != nil {
@@ -218,6 +208,17 @@ func runScan(opts *ScanOptions) error {
 		defer func() { _ = pprof.Lookup("allocs").WriteTo(f, 0) }()
 	}
 	if opts.Scan == nil {
+		// Collections rarer instead of a limit: a scan keeps most of what
+		// it allocates (at case D 15.8 MB allocated for a 12 MB live
+		// heap), so the collector at GOGC=100 frees little, and its cycles
+		// cost a scan more than they save: their mark bitmaps and work
+		// buffers are fresh pages to fault in. At 400 a scan below 16 MB
+		// of heap does not collect, and a larger one still collects at
+		// five times its live heap. Only the real scan: a test's fake
+		// leaves its process's collector alone.
+		if _, set := os.LookupEnv("GOGC"); !set {
+			debug.SetGCPercent(scanGCPercent)
+		}
 		s := netstat.NewScanner(opts.ProcRoot)
 		s.Source = opts.Source
 		s.FDs = opts.FDs

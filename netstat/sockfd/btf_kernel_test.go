@@ -40,3 +40,17 @@ func BenchmarkParseKernelBTF(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkKernelLayout: what Open pays for the layout, the kernel's BTF
+// mapped afresh each time as in a new process, so that the pages it reads
+// are faulted in again (BenchmarkParseKernelBTF reads them mapped once).
+func BenchmarkKernelLayout(b *testing.B) {
+	if _, err := os.Stat(vmlinuxBTF); err != nil {
+		b.Skip(err)
+	}
+	for b.Loop() {
+		if _, err := kernelLayout(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package sockfd
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,6 +174,33 @@ func TestParseBTFErrors(t *testing.T) {
 				t.Errorf("err = %v, want ErrBTF saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseBTFStopsOnceFound: the walk ends at the last thing it needs, so
+// what follows is not read (in a new process, not faulted in): here a
+// struct whose members run past the end of the types, which a walk to the
+// end reports as cut short.
+func TestParseBTFStopsOnceFound(t *testing.T) {
+	good := kernelLike(nil)
+	bo := binary.LittleEndian
+	typeLen := bo.Uint32(good[12:])
+	tail := bo.AppendUint32(nil, 0)
+	tail = bo.AppendUint32(tail, kindStruct<<24|1000) // 1,000 members, none there
+	tail = bo.AppendUint32(tail, 8)
+	raw := slices.Concat(good[:24+typeLen], tail, good[24+typeLen:])
+	bo.PutUint32(raw[12:], typeLen+uint32(len(tail)))
+	bo.PutUint32(raw[16:], typeLen+uint32(len(tail)))
+	want, err := parseBTF(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseBTF(raw)
+	if err != nil {
+		t.Fatalf("the tail was read: %v", err)
+	}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
 

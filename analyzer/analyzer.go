@@ -55,6 +55,10 @@ type Options struct {
 	// process (kdiag watch reads the live process: clients.Identify); nil
 	// means clients.FromProcess, from what the scan recorded of it.
 	Identify func(netstat.Process) clients.Client
+	// BrokerIdle is the brokers' connections.max.idle.ms when the user
+	// gave it (--broker-idle-ms); 0 when not. It narrows CLOSE_WAIT ages
+	// (AgeBounds) where no socket measured it.
+	BrokerIdle time.Duration
 }
 
 // The defaults of Options.MinSamples and Options.MinDuration: what a window

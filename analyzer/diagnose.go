@@ -61,6 +61,9 @@ type Finding struct {
 	// Details are the evidence, one statement each: the process, the
 	// brokers, since when, the rate, what Recv-Q says.
 	Details []string `json:"details"`
+	// Evidence are the few of Details the finding rests on (its age, the
+	// broker's idle close, the rate, Recv-Q): what a short report shows.
+	Evidence []string `json:"evidence,omitempty"`
 	// Causes are the likely causes, most likely first, with what to do.
 	Causes []Cause `json:"causes"`
 }
@@ -76,6 +79,9 @@ type Cause struct {
 	Evidence []string `json:"evidence,omitempty"`
 	Text     string   `json:"text"`
 	Rules    []string `json:"rules,omitempty"`
+	// Ends says what will end the state if nothing is changed: the
+	// library's next write or its reaper, nothing; "" when not known.
+	Ends string `json:"ends,omitempty"`
 }
 
 // Evidence is what is known of a process beyond its sockets, which the
@@ -151,7 +157,8 @@ func Diagnose(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) []Findin
 func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) (Finding, bool) {
 	tr := p.CloseWait
 	f := Finding{Process: p.Key, Name: p.Name()}
-	oldest, hasOld := p.OldestCloseWait()
+	oldest, age, hasOld := p.Oldest(a, opts)
+	byDesign := p.Last.Get(netstat.CloseWait) > 0 && holdsByDesign(p, ev)
 	switch {
 	case tr.Verdict == Step:
 		f.Severity, f.Kind = Warning, KindStep
@@ -165,10 +172,16 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) 
 		f.Severity, f.Kind = Info, KindDraining
 		f.Summary = fmt.Sprintf("CLOSE_WAIT draining in %s (%s): %d → %d sockets in %s, %s: the application is closing them",
 			p.Name(), p.Key, tr.First, tr.Last, human.Age(tr.Span), rate(tr.PerMinute))
-	case hasOld && oldest.AgeAt(a.End) >= opts.StuckAge:
+	case byDesign:
+		// No age is needed: the library does not read idle connections,
+		// so nothing but its next write or its reaper will close them.
 		f.Severity, f.Kind = Warning, KindHeld
-		f.Summary = fmt.Sprintf("%s held by %s (%s) for up to %s, not growing (%s over %s), never closed",
-			leakedWords(p.Last), p.Name(), p.Key, human.Age(oldest.AgeAt(a.End)), verdictWord(tr.Verdict), human.Age(tr.Span))
+		f.Summary = fmt.Sprintf("%s (%s) holds %s that the broker closed, the oldest %s: %s does not read a connection it has nothing pending on",
+			p.Name(), p.Key, leakedWords(p.Last), age.Words(), ev.Client.Catalog().Name)
+	case hasOld && age.Likely() >= opts.StuckAge:
+		f.Severity, f.Kind = Warning, KindHeld
+		f.Summary = fmt.Sprintf("%s held by %s (%s), the oldest %s, not growing (%s over %s), never closed",
+			leakedWords(p.Last), p.Name(), p.Key, age.Words(), verdictWord(tr.Verdict), human.Age(tr.Span))
 	default:
 		return Finding{}, false
 	}
@@ -179,27 +192,77 @@ func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) 
 	if line := remotesLine(p, true); line != "" {
 		f.Details = append(f.Details, line)
 	}
-	if hasOld {
-		src := "first seen by this watch"
-		if !oldest.FINAt.IsZero() && oldest.FINAt.Before(oldest.FirstSeen) {
-			src = "tcp_info: time since the FIN"
-		}
-		f.Details = append(f.Details, fmt.Sprintf("Since: the oldest CLOSE_WAIT socket (%s → %s) has waited since %s, %s before the last sample (%s).",
-			oldest.Local, oldest.Remote, oldest.Since().UTC().Format(time.RFC3339), human.Age(oldest.AgeAt(a.End)), src))
+	if hasOld && age.Known() {
+		line := ageLine(oldest, age)
+		f.Details = append(f.Details, line)
+		f.Evidence = append(f.Evidence, line)
 	}
 	if line := brokerIdleLine(p); line != "" {
 		f.Details = append(f.Details, line)
+		f.Evidence = append(f.Evidence, line)
 	}
 	f.Details = append(f.Details, rateLine(p))
+	if tr.Verdict != TooShort {
+		f.Evidence = append(f.Evidence, rateLine(p))
+	}
 	if line := recvQLine(p.CloseWaitSockets); line != "" {
 		f.Details = append(f.Details, line)
+		f.Evidence = append(f.Evidence, line)
 	}
 	if tr.Verdict == Draining {
 		// Closing is what a healthy client does; no cause to look for.
 		return f, true
 	}
-	f.Causes = closeWaitCauses(a, p, ev)
+	f.Causes = closeWaitCauses(a, p, ev, opts)
 	return f, true
+}
+
+// holdsByDesign reports whether p runs a client library that does not
+// read the connections it has nothing pending on (franz-go, Sarama,
+// kafka-go) and holds CLOSE_WAIT sockets whose FIN it has not read: the
+// broker closed them and the library will not notice until it writes on
+// them again or reaps them. That is a finding at the first look, whatever
+// the age.
+func holdsByDesign(p *ProcessSeries, ev Evidence) bool {
+	lib := ev.Client.Catalog()
+	if lib == nil || lib.ReadsIdle || !isKafka(p, ev) {
+		return false
+	}
+	for _, c := range p.CloseWaitSockets {
+		if !c.Held && c.RecvQ > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// endsWords says what will end a broker-closed socket that lib holds in
+// CLOSE_WAIT, and what keepalive makes of it meanwhile.
+func endsWords(lib *clients.Library, held bool) string {
+	if lib.Ends == "" {
+		return ""
+	}
+	s := strings.ToUpper(lib.Ends[:1]) + lib.Ends[1:] + "."
+	if lib.Language == "Go" && !held {
+		s += " Meanwhile Go's keepalive (every 15 s) draws an RST once the broker's side has timed out (its tcp_fin_timeout): the socket leaves the kernel's tables and the fd stays, a held CLOSE."
+	}
+	return s
+}
+
+// ageLine says how old the oldest CLOSE_WAIT socket is and how kdiag knows.
+func ageLine(c CloseWaitSocket, b AgeBounds) string {
+	how := "since the first scan that saw it"
+	switch {
+	case b.Exact():
+		how = "tcp_info: the time since the FIN, exact"
+	case b.HasMax && b.PeerIdle > 0:
+		how = "tcp_info's last data plus the peer's idle timeout: the FIN of an idle close"
+	case b.HasMax:
+		how = "tcp_info: no later than the last ACK received (keepalive probes' ACKs reset it), no earlier than the last data"
+	case !c.FINAt.IsZero() && c.FINAt.Before(c.FirstSeen):
+		how = "tcp_info: the time since the last ACK received"
+	}
+	return fmt.Sprintf("Age: the oldest CLOSE_WAIT socket (%s → %s) is %s (%s).", c.Local, c.Remote, b.Words(), how)
 }
 
 // Kinds of finding that kdiag doctor's evidence adds.
@@ -347,13 +410,15 @@ func heldClosedFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
 		f.Details = append(f.Details, line)
 	}
 	f.Details = append(f.Details, "How: fds of the process whose socket protocol is TCP (the sockfs attribute system.sockprotoname) and whose inode no TCP state lists.")
+	f.Evidence = []string{fmt.Sprintf("Held: %s whose fd the process holds and no kernel table lists (ss shows nothing); keepalive reset them after the broker closed them.", human.Plural(held, "TCP socket"))}
 	c := Cause{ID: "keepalive-reset-close-wait",
-		Title: "CLOSE_WAIT sockets that keepalive turned into dead fds: once the broker's side timed out (tcp_fin_timeout, 60 s), the client's next keepalive probe drew an RST and the socket left every kernel table; the process never closed the fd.",
-		Fix:   "Fix what left them in CLOSE_WAIT (the finding's client fix below); they count against the process's fd limit until it closes them or exits.",
+		Title: "CLOSE_WAIT sockets that keepalive turned into dead fds: once the broker's side of the connection timed out (its tcp_fin_timeout), the client's next keepalive probe drew an RST and the socket left every kernel table; the process never closed the fd.",
+		Fix:   "Fix what left them in CLOSE_WAIT; they count against the process's fd limit until it closes them or exits.",
 	}
 	if lib := ev.Client.Catalog(); lib != nil {
-		c.Fix += " " + lib.Fix
+		c.Fix = lib.Fix + " The held fds count against the process's fd limit until it closes them or exits."
 		c.Rules = lib.Rules
+		c.Ends = endsWords(lib, true)
 		c.Evidence = []string{"Keepalive: " + lib.Keepalive.Says + " (" + lib.Keepalive.Source.String() + ")."}
 	}
 	f.Causes = []Cause{withText(c)}
@@ -586,7 +651,7 @@ func isJVM(p *ProcessSeries, ev Evidence) bool {
 // (KD101: connections.max.idle.ms disabled, KD102: not below the broker's,
 // KD104: librdkafka's idle close and keepalive both off), and come from the
 // client's catalog entry.
-func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence) []Cause {
+func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) []Cause {
 	var unread, read int
 	for _, c := range p.CloseWaitSockets {
 		if c.Held {
@@ -624,10 +689,11 @@ func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence) []Cause {
 		c := Cause{ID: "client-does-not-read-idle", Title: lib.CloseWait, Fix: lib.Fix, Rules: lib.Rules,
 			Evidence: []string{recvQ + ".", "Reads: " + lib.Reads.Says + " (" + lib.Reads.Source.String() + ").",
 				"Idle: " + lib.Idle.Says + " (" + lib.Idle.Source.String() + ")."}}
-		if o, ok := p.OldestCloseWait(); ok && lib.IdleDefault > 0 && o.AgeAt(a.End) > 2*lib.IdleDefault {
-			c.Evidence = append(c.Evidence, fmt.Sprintf("The oldest is %s old, past 2x %s's default %s: the setting is raised, or the instances holding them were never closed.",
-				human.Age(o.AgeAt(a.End)), lib.IdleSetting, human.Age(lib.IdleDefault)))
+		if _, age, ok := p.Oldest(a, opts); ok && lib.IdleDefault > 0 && age.Min > 2*lib.IdleDefault {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("The oldest is at least %s old, past 2x %s's default %s: the setting is raised, or the instances holding them were never closed.",
+				human.Age(age.Min), lib.IdleSetting, human.Age(lib.IdleDefault)))
 		}
+		c.Ends = endsWords(lib, false)
 		out = append(out, withText(c))
 		if lib.IdleSetting != "" {
 			out = append(out, idleCause(lib, ev))

@@ -132,6 +132,9 @@ type Library struct {
 	CloseWait string
 	// Fix is what to change, in the library's own API.
 	Fix string
+	// Ends says, for a library that holds the broker's idle closes in
+	// CLOSE_WAIT, what closes such a socket if nothing is changed.
+	Ends string
 	// Rules are the kdiag lint rules that check its configuration.
 	Rules []string
 	// Threads is how it names its threads; nil when it starts none that
@@ -211,7 +214,8 @@ var catalog = []*Library{
 			Source: Source{Repo: "twmb/franz-go", Path: "pkg/kgo/config.go, pkg/kgo/broker.go", Symbol: "defaultCfg connIdleTimeout, ConnIdleTimeout, reapConnectionsLoop", Commit: franzCommit}},
 		Keepalive: goKeepalive,
 		CloseWait: "franz-go does not read a connection it has nothing pending on, so when the broker closes an idle connection the socket stays in CLOSE_WAIT (Recv-Q 1: the FIN unread) until franz-go writes on it again or its reaper closes it, 1x to 2x kgo.ConnIdleTimeout after the last use.",
-		Fix:       "Keep kgo.ConnIdleTimeout (default 30s) well below the broker's connections.max.idle.ms (600000 ms by default), so the client closes idle connections first; a CLOSE_WAIT older than 2x ConnIdleTimeout means clients created and not closed: call Close() on every kgo.Client.",
+		Fix:       "Keep kgo.ConnIdleTimeout (default 30s) well below the broker's connections.max.idle.ms, so the client closes idle connections first; a CLOSE_WAIT older than 2x ConnIdleTimeout means clients created and not closed: call Close() on every kgo.Client.",
+		Ends:      "franz-go's next request on the connection (it reads the EOF and reconnects), or its reaper, 1x to 2x kgo.ConnIdleTimeout after the last use",
 		Measured: []Measurement{
 			{Version: "v1.22.3", Setup: "kgo.ConnIdleTimeout(10 * time.Minute)", HoldsCloseWait: true, Result: "holds every connection the broker closed in CLOSE_WAIT (Recv-Q 1)"},
 			{Version: "v1.22.3", Setup: "", HoldsCloseWait: true, Result: "holds them until its reaper: 30-60 s"},
@@ -247,6 +251,7 @@ var catalog = []*Library{
 			Source: Source{Repo: "segmentio/kafka-go", Path: "transport.go", Symbol: "DefaultTransport", Commit: kafkaGoCommit}},
 		CloseWait: "kafka-go does not read idle pooled connections, so a connection the broker closed stays in CLOSE_WAIT (Recv-Q 1) until Transport.IdleTimeout after its last use closes it, or the next request on it fails and is retried.",
 		Fix:       "Keep Transport.IdleTimeout (default 30s; 9 minutes through WriterConfig.IdleConnTimeout) below the broker's connections.max.idle.ms; call Close() on every Writer and on a Transport you create yourself (CloseIdleConnections()).",
+		Ends:      "kafka-go's idle timer, Transport.IdleTimeout after the last use, or the next request on it, which fails and is retried on a new connection",
 		Measured: []Measurement{
 			{Version: "v0.4.51", HoldsCloseWait: true, Result: "holds each connection the broker closed until Transport.IdleTimeout after its last use: 25-30 s"},
 		},
@@ -319,6 +324,7 @@ var catalog = []*Library{
 			Source: Source{Repo: "IBM/sarama", Path: "config.go", Symbol: "Config.Net.KeepAlive, getDialer", Commit: saramaCommit}},
 		CloseWait: "Sarama neither reads idle connections nor closes them, so every connection the broker closes for idleness stays in CLOSE_WAIT (Recv-Q 1) until Sarama next sends on it: then the write fails, the broker is reopened and the request retried.",
 		Fix:       "Sarama has no idle timeout to set: keep each broker connection busier than the broker's connections.max.idle.ms, or raise that; a count of CLOSE_WAIT above one per broker per client means clients created and not closed: Close() every SyncProducer/AsyncProducer and Client.",
+		Ends:      "only Sarama's next request to that broker, which fails and reopens the connection: Sarama has no idle reaper, so the socket of a broker it does not send to stays for as long as the process runs",
 		Measured: []Measurement{
 			{Version: "v1.61.1", HoldsCloseWait: true, Result: "holds every connection the broker closed in CLOSE_WAIT until it sends on it again"},
 		},

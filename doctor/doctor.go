@@ -10,7 +10,10 @@ package doctor
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,8 +137,11 @@ type Process struct {
 	Sockets map[string]int `json:"sockets"`
 	// BrokerSockets counts its sockets to brokers by state.
 	BrokerSockets map[string]int `json:"broker_sockets"`
-	// OldestCloseWait is the age of its oldest CLOSE_WAIT socket (0: none).
-	OldestCloseWait time.Duration `json:"oldest_close_wait_ns"`
+	// OldestCloseWait is what is known of the age of its likely oldest
+	// CLOSE_WAIT socket (analyzer.AgeBounds: at least, at most, and the
+	// broker's idle timeout that narrowed it); nil when it holds none or
+	// nothing is known of their ages.
+	OldestCloseWait *analyzer.AgeBounds `json:"oldest_close_wait,omitempty"`
 	// BrokerIdleMS is the broker's idle timeout as its closes of this
 	// process's connections showed it (the idle time before each FIN), 0
 	// when unknown; the config was linted against it.
@@ -145,6 +151,10 @@ type Process struct {
 	Verdict     string       `json:"verdict"`
 	ConfigFiles []ConfigFile `json:"config_files"`
 	Findings    []Finding    `json:"findings"`
+	// NoFinding says, when it holds CLOSE_WAIT or held CLOSE sockets and
+	// no finding of warning or worse was made, why not and what would
+	// make one.
+	NoFinding string `json:"no_finding,omitempty"`
 }
 
 // ConfigFile is one configuration found and its lint findings.
@@ -165,17 +175,22 @@ type LintFinding struct {
 	Fix      string `json:"fix,omitempty"`
 }
 
-// Finding is one diagnosis: id, severity, title, the evidence, the fix in
-// the client's own terms and the lint rules it relates to, then the ranked
+// Finding is one diagnosis: id, severity, title, the evidence (all of it,
+// and the few lines it rests on), what will end the state, the fix in the
+// client's own terms and the lint rules it relates to, then the ranked
 // causes it weighed.
 type Finding struct {
 	ID       string            `json:"id"`
 	Severity analyzer.Severity `json:"severity"`
 	Title    string            `json:"title"`
 	Evidence []string          `json:"evidence"`
-	Fix      string            `json:"fix"`
-	Rules    []string          `json:"rules,omitempty"`
-	Causes   []analyzer.Cause  `json:"causes,omitempty"`
+	// KeyEvidence are the lines of Evidence the finding rests on: what the
+	// short text shows.
+	KeyEvidence []string         `json:"key_evidence,omitempty"`
+	Ends        string           `json:"ends,omitempty"`
+	Fix         string           `json:"fix"`
+	Rules       []string         `json:"rules,omitempty"`
+	Causes      []analyzer.Cause `json:"causes,omitempty"`
 }
 
 // KindNotIdentified is the finding for a Kafka client kdiag could not name.
@@ -188,17 +203,52 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	q := o.Query
 	q.States = netstat.AllStates
 	aopts := analyzer.Options{StuckAge: o.StuckAge, IsBroker: netstat.IsBroker(q.Brokers), Identify: o.Identify}
+	if o.BrokerIdleGiven {
+		aopts.BrokerIdle = time.Duration(o.BrokerIdleMS) * time.Millisecond
+	}
 	tracker := analyzer.NewTracker(aopts)
 	rep := &Report{}
+	last, perPID, err := o.sample(ctx, q, tracker, rep)
+	if err != nil {
+		return nil, err
+	}
+	rep.Notes = append(rep.Notes, last.Notes...)
+	blindness(rep, last)
+	a := tracker.Analysis()
+	series := map[int]*analyzer.ProcessSeries{}
+	for i := range a.Processes {
+		series[a.Processes[i].Key.PID] = &a.Processes[i]
+	}
+	pids := o.selectPIDs(rep, last, series, q)
+	samples := o.sampleThreads(ctx, pids)
+	for _, pid := range pids {
+		ps := series[pid]
+		if ps == nil {
+			meta, _ := o.ReadProc(pid)
+			meta.Cmdline = redact.Line(meta.Cmdline)
+			ps = &analyzer.ProcessSeries{Key: analyzer.ProcessKey{PID: pid, Start: meta.StartTime}, Process: meta, Client: o.Identify(meta)}
+		}
+		rep.Processes = append(rep.Processes, o.process(a, ps, samples[pid], perPID[pid], last, aopts))
+	}
+	slices.SortStableFunc(rep.Processes, func(x, y Process) int {
+		return cmp.Or(cmp.Compare(worst(y.Findings), worst(x.Findings)), cmp.Compare(x.PID, y.PID))
+	})
+	return rep, nil
+}
+
+// sample scans once, or every Interval for Duration, into tracker, and
+// returns the last snapshot and the instance counts seen per scan by pid.
+// Only the first scan's failure is an error; later ones are notes.
+func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer.Tracker, rep *Report) (*netstat.Snapshot, map[int][]int, error) {
 	var last *netstat.Snapshot
-	perPID := map[int][]int{} // instance counts seen per scan, by pid
+	perPID := map[int][]int{}
 	deadline := time.Time{}
 	for {
 		at := time.Now()
 		s, err := o.Scan(ctx, q)
 		if err != nil {
 			if last == nil {
-				return nil, err
+				return nil, nil, err
 			}
 			rep.Notes = append(rep.Notes, "scan failed: "+err.Error())
 		} else {
@@ -230,47 +280,65 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			break
 		}
 	}
-	rep.Notes = append(rep.Notes, last.Notes...)
-	// Blind when CLOSE_WAIT sockets could not be attributed for a reason
-	// that could hide a Kafka client's (a process kdiag could not read, its
-	// own fd limit), or a named process was not there: what doctor did not
-	// see could change what it says.
+	return last, perPID, nil
+}
+
+// blindness marks the report blind when CLOSE_WAIT sockets could not be
+// attributed for a reason that could hide a Kafka client's (a process kdiag
+// could not read, its own fd limit): what doctor did not see could change
+// what it says.
+func blindness(rep *Report, last *netstat.Snapshot) {
 	if u := last.Unseen; u != nil && u.Sockets[netstat.CloseWait.String()] > 0 {
 		rep.Blind = true
 		rep.BlindReason = fmt.Sprintf("%s unattributed: %s", human.Plural(u.Sockets[netstat.CloseWait.String()], "CLOSE_WAIT socket"), u.Reason)
 	}
-	for _, n := range last.Notes {
-		if strings.Contains(n, "no such process") {
-			rep.Blind = true
-			rep.BlindReason = cmp.Or(rep.BlindReason, n)
-		}
-	}
-	a := tracker.Analysis()
-	series := map[int]*analyzer.ProcessSeries{}
-	for i := range a.Processes {
-		series[a.Processes[i].Key.PID] = &a.Processes[i]
-	}
-	// Which processes: every Kafka client, or every one named.
+}
+
+// selectPIDs returns the processes to report: every one named, else every
+// Kafka client: marked by the scan (its class path, librdkafka, sockets to
+// brokers), or identified as one and holding CLOSE_WAIT or held CLOSE
+// sockets (a Go client whose every socket keepalive has reset holds only
+// held CLOSE, which has no remote address to mark it by). A named pid that
+// is not there makes the report blind, said once.
+func (o *Options) selectPIDs(rep *Report, last *netstat.Snapshot, series map[int]*analyzer.ProcessSeries, q netstat.Query) []int {
 	named := len(q.PIDs) > 0 || q.Process != nil
 	var pids []int
 	for _, p := range last.Processes {
 		ps := series[p.PID]
-		if named || p.Kafka != "" || (ps != nil && ps.Client.Identified() && ps.Last.Get(netstat.CloseWait) > 0) {
+		leaks := ps != nil && ps.Last.Leaked() > 0
+		if named || p.Kafka != "" || leaks && ps.Client.Identified() {
 			pids = append(pids, p.PID)
 		}
 	}
 	for _, pid := range q.PIDs {
-		if !slices.Contains(pids, pid) {
-			if _, err := o.ReadProc(pid); err != nil {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("pid %d: %v", pid, err))
-				rep.Blind = true
-				rep.BlindReason = cmp.Or(rep.BlindReason, fmt.Sprintf("pid %d: %v", pid, err))
-				continue
-			}
-			pids = append(pids, pid)
+		if slices.Contains(pids, pid) {
+			continue
 		}
+		if _, err := o.ReadProc(pid); err != nil {
+			reason := fmt.Sprintf("--pid %d names no process kdiag can read: %v", pid, err)
+			if errors.Is(err, fs.ErrNotExist) {
+				reason = fmt.Sprintf("--pid %d names no process (no /proc/%d)", pid, pid)
+			}
+			rep.Notes = slices.DeleteFunc(rep.Notes, func(n string) bool { return mentionsPID(n, pid) })
+			rep.Blind = true
+			rep.BlindReason = cmp.Or(rep.BlindReason, reason)
+			continue
+		}
+		pids = append(pids, pid)
 	}
-	// Threads: ThreadSamples rounds over every process, ThreadEvery apart.
+	return pids
+}
+
+// mentionsPID reports whether a scan note is about pid ("pid 42: ...",
+// "process 42: ...").
+func mentionsPID(note string, pid int) bool {
+	p := strconv.Itoa(pid)
+	return strings.Contains(note, "pid "+p+":") || strings.Contains(note, "process "+p+":") || strings.Contains(note, "pid "+p+" ")
+}
+
+// sampleThreads reads the threads of every process ThreadSamples times,
+// ThreadEvery apart.
+func (o *Options) sampleThreads(ctx context.Context, pids []int) map[int][][]clients.ThreadSample {
 	samples := map[int][][]clients.ThreadSample{}
 	for i := range o.ThreadSamples {
 		if i > 0 {
@@ -284,19 +352,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
-	for _, pid := range pids {
-		ps := series[pid]
-		if ps == nil {
-			meta, _ := o.ReadProc(pid)
-			meta.Cmdline = redact.Line(meta.Cmdline)
-			ps = &analyzer.ProcessSeries{Key: analyzer.ProcessKey{PID: pid, Start: meta.StartTime}, Process: meta, Client: o.Identify(meta)}
-		}
-		rep.Processes = append(rep.Processes, o.process(a, ps, samples[pid], perPID[pid], last, aopts))
-	}
-	slices.SortStableFunc(rep.Processes, func(x, y Process) int {
-		return cmp.Or(cmp.Compare(worst(y.Findings), worst(x.Findings)), cmp.Compare(x.PID, y.PID))
-	})
-	return rep, nil
+	return samples
 }
 
 func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samples [][]clients.ThreadSample, scanCounts []int,
@@ -318,9 +374,42 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 	if p.NetworkThreads == nil {
 		p.NetworkThreads = []clients.NetworkThread{}
 	}
-	isB := netstat.IsBroker(o.Query.Brokers)
+	p.countSockets(last, netstat.IsBroker(o.Query.Brokers))
+	if _, age, ok := ps.Oldest(a, aopts); ok && age.Known() {
+		p.OldestCloseWait = &age
+	}
+	ev := analyzer.Evidence{Client: c, HeldClosed: p.Sockets[netstat.Close.String()]}
+	if len(samples) > 0 {
+		ev.Threads = &th
+	}
+	ev.Config = o.lintConfig(&p, ps, c)
+	for _, f := range analyzer.Diagnose(a, ps, ev, aopts) {
+		df := Finding{ID: f.Kind, Severity: f.Severity, Title: f.Summary, Evidence: f.Details, KeyEvidence: f.Evidence, Causes: f.Causes}
+		if len(f.Causes) > 0 {
+			df.Fix, df.Rules, df.Ends = f.Causes[0].Fix, f.Causes[0].Rules, f.Causes[0].Ends
+		}
+		p.Findings = append(p.Findings, df)
+	}
+	if !c.Identified() {
+		p.Findings = append(p.Findings, Finding{ID: KindNotIdentified, Severity: analyzer.Info,
+			Title:       "Kafka client not identified: the diagnosis is the general one, not the library's",
+			Evidence:    c.Evidence,
+			KeyEvidence: []string{strings.Join(c.Evidence, "; ")},
+			Fix:         "Run kdiag doctor as root (it reads /proc/PID/exe, maps and fds); docs/clients.md lists what kdiag recognizes and how."})
+	}
+	if p.Findings == nil {
+		p.Findings = []Finding{}
+	}
+	p.NoFinding = noFinding(p, a, aopts)
+	return p
+}
+
+// countSockets counts the process's sockets at the last scan by state, and
+// those to brokers. netstat lists held CLOSE sockets (doctor's query asks
+// for every state, CLOSE included).
+func (p *Process) countSockets(last *netstat.Snapshot, isB func(netip.AddrPort) bool) {
 	for _, s := range last.Sockets {
-		if s.PID != pid {
+		if s.PID != p.PID {
 			continue
 		}
 		p.Sockets[s.State.String()]++
@@ -328,16 +417,13 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 			p.BrokerSockets[s.State.String()]++
 		}
 	}
-	// netstat lists held CLOSE sockets (doctor's query asks for every
-	// state, CLOSE included).
-	held := p.Sockets[netstat.Close.String()]
-	if cw, ok := ps.OldestCloseWait(); ok {
-		p.OldestCloseWait = cw.AgeAt(a.End)
-	}
-	ev := analyzer.Evidence{Client: c, HeldClosed: held}
-	if len(samples) > 0 {
-		ev.Threads = &th
-	}
+}
+
+// lintConfig lints the configuration found for the process against the
+// broker's idle timeout (what its closes showed, unless --broker-idle-ms
+// was given), with the catalog of the client's version, and returns the
+// findings as the diagnosis cites them.
+func (o *Options) lintConfig(p *Process, ps *analyzer.ProcessSeries, c clients.Client) []analyzer.ConfigFact {
 	lintOpts := rules.DefaultOptions()
 	lintOpts.BrokerIdleMS = o.BrokerIdleMS
 	if med, _, _, _, ok := analyzer.BrokerIdle(ps); ok && !o.BrokerIdleGiven {
@@ -351,36 +437,50 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 			lintOpts.KafkaVersion = v.String()
 		}
 	}
+	var facts []analyzer.ConfigFact
 	p.ConfigFiles = []ConfigFile{}
-	for _, src := range o.Config(pid, c) {
+	for _, src := range o.Config(p.PID, c) {
 		cf := ConfigFile{Path: src.Path, How: src.How, Dialect: src.Dialect, Error: src.Err, Findings: []LintFinding{}}
 		if src.File != nil {
 			lintOpts.Env = src.Env
 			for _, f := range rules.LintFile(src.File, lintOpts) {
 				lf := LintFinding{Rule: f.RuleID, Severity: f.Severity.String(), Where: src.Where(int(f.Pos.Line)), Message: f.Message, Fix: f.Fix}
 				cf.Findings = append(cf.Findings, lf)
-				ev.Config = append(ev.Config, analyzer.ConfigFact{Rule: f.RuleID, Where: lf.Where, Message: f.Message})
+				facts = append(facts, analyzer.ConfigFact{Rule: f.RuleID, Where: lf.Where, Message: f.Message})
 			}
 		}
 		p.ConfigFiles = append(p.ConfigFiles, cf)
 	}
-	for _, f := range analyzer.Diagnose(a, ps, ev, aopts) {
-		df := Finding{ID: f.Kind, Severity: f.Severity, Title: f.Summary, Evidence: f.Details, Causes: f.Causes}
-		if len(f.Causes) > 0 {
-			df.Fix, df.Rules = f.Causes[0].Fix, f.Causes[0].Rules
-		}
-		p.Findings = append(p.Findings, df)
+	return facts
+}
+
+// noFinding says why a process that holds CLOSE_WAIT or held CLOSE sockets
+// got no finding of warning or worse, and what would make one; "" when it
+// holds none or got one.
+func noFinding(p Process, a *analyzer.Analysis, aopts analyzer.Options) string {
+	cw, held := p.Sockets[netstat.CloseWait.String()], p.Sockets[netstat.Close.String()]
+	if cw+held == 0 || worst(p.Findings) >= int(analyzer.Warning) {
+		return ""
 	}
-	if !c.Identified() {
-		p.Findings = append(p.Findings, Finding{ID: KindNotIdentified, Severity: analyzer.Info,
-			Title:    "Kafka client not identified: the diagnosis is the general one, not the library's",
-			Evidence: c.Evidence,
-			Fix:      "Run kdiag doctor as root (it reads /proc/PID/exe, maps and fds); docs/clients.md lists what kdiag recognizes and how."})
+	what := human.Plural(cw, "CLOSE_WAIT socket")
+	if held > 0 {
+		what += fmt.Sprintf(" and %d held CLOSE", held)
 	}
-	if p.Findings == nil {
-		p.Findings = []Finding{}
+	age := "of unknown age"
+	if p.OldestCloseWait != nil {
+		age = "the oldest " + p.OldestCloseWait.Words()
 	}
-	return p
+	why := "none is held past --stuck-age " + human.Age(aopts.StuckAge)
+	if lib := p.Client.Catalog(); lib != nil && lib.ReadsIdle {
+		why = lib.Name + " reads every connection and closes on the broker's FIN, so a young CLOSE_WAIT is one it has not closed yet; none is held past --stuck-age " + human.Age(aopts.StuckAge)
+	}
+	trend := "and one scan shows no trend"
+	if a.Samples > 1 {
+		trend = "and the count is " + p.Verdict + " over " + human.Plural(a.Samples, "scan")
+	}
+	more := fmt.Sprintf("a finding needs one held past --stuck-age, or a count that grows over --duration of %s or more (%d scans)",
+		human.Age(analyzer.DefaultMinDuration), analyzer.DefaultMinSamples)
+	return fmt.Sprintf("No finding for %s, %s: %s, %s; %s.", what, age, why, trend, more)
 }
 
 // countPrefix counts the threads that mark one instance of c's library.

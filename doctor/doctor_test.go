@@ -140,7 +140,7 @@ func TestReport(t *testing.T) {
 		by[p.PID] = p
 	}
 	franz, java, py := by[100], by[200], by[300]
-	if franz.Sockets["CLOSE_WAIT"] != 3 || franz.Sockets["CLOSE"] != 2 || franz.Instances != nil || franz.OldestCloseWait != time.Minute {
+	if franz.Sockets["CLOSE_WAIT"] != 3 || franz.Sockets["CLOSE"] != 2 || franz.Instances != nil || franz.OldestCloseWait == nil || franz.OldestCloseWait.Min != time.Minute {
 		t.Errorf("franz-go process: %+v", franz)
 	}
 	if franz.Findings[0].ID != "close-wait-held" || !strings.Contains(franz.Findings[0].Fix, "kgo.ConnIdleTimeout") {

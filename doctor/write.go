@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/netstat"
 )
@@ -15,6 +16,7 @@ import (
 // Writers are the report writers by -o name.
 var Writers = map[string]func(io.Writer, *Report) error{
 	"text":     WriteText,
+	"wide":     WriteWide,
 	"json":     WriteJSON,
 	"markdown": WriteMarkdown,
 }
@@ -111,89 +113,185 @@ func clientTitle(p Process) string {
 	return s
 }
 
-// WriteText writes the report for a terminal.
-func WriteText(w io.Writer, r *Report) error {
+// WriteText writes the report for a terminal, short: per process its
+// client, its sockets and each finding as what, the evidence it rests on,
+// what ends it and the fix. WriteWide writes everything.
+func WriteText(w io.Writer, r *Report) error { return writeText(w, r, false) }
+
+// WriteWide writes the report for a terminal with everything the JSON
+// holds: the client's evidence, every network thread, every lint finding,
+// every line of evidence, the causes weighed and their sources, the notes.
+func WriteWide(w io.Writer, r *Report) error { return writeText(w, r, true) }
+
+func writeText(w io.Writer, r *Report, wide bool) error {
 	e := &ew{w: w}
 	e.f("kdiag doctor: %s\n", header(r))
 	if r.Blind {
 		e.f("UNKNOWN: %s; what doctor says below may miss it.\n", r.BlindReason)
 	}
-	if len(r.Processes) == 0 {
+	if len(r.Processes) == 0 && !r.Blind {
 		e.f("\nNo Kafka client process found (none with a Kafka client library, nor with sockets to the brokers); name one with --pid or --process.\n")
 	}
 	for _, p := range r.Processes {
-		e.f("\npid %d %s: %s\n", p.PID, p.Name, clientTitle(p))
-		if len(p.Client.Evidence) > 0 {
-			e.f("  evidence: %s\n", strings.Join(p.Client.Evidence, "; "))
+		writeProcess(e, p, wide)
+	}
+	switch {
+	case wide:
+		for _, n := range r.Notes {
+			e.f("note: %s\n", n)
 		}
-		if p.Cmdline != "" {
-			e.f("  command: %s\n", p.Cmdline)
-		}
+	case len(r.Notes) > 0:
+		e.f("\n%s about what the scan could not see: kdiag doctor -o wide shows them.\n", human.Plural(len(r.Notes), "note"))
+	}
+	return e.err
+}
+
+func writeProcess(e *ew, p Process, wide bool) {
+	e.f("\npid %d %s: %s\n", p.PID, p.Name, clientTitle(p))
+	if wide && len(p.Client.Evidence) > 0 {
+		e.f("  evidence: %s\n", strings.Join(p.Client.Evidence, "; "))
+	}
+	if p.Cmdline != "" {
+		e.f("  command: %s\n", truncate(p.Cmdline, 200, wide))
+	}
+	if wide || p.Instances != nil {
 		e.f("  instances: %s\n", instancesLine(p))
-		if len(p.NetworkThreads) == 0 {
-			e.f("  network threads: %s\n", noThreads(p))
-		} else {
-			e.f("  network threads:\n")
-			for _, t := range p.NetworkThreads {
-				e.f("    %d %-16s %-8s %s, wchan %s\n", t.TID, t.Name, t.State, syscallText(t.Syscall, t.SyscallName), dash(t.Wchan))
-			}
+	}
+	writeThreads(e, p, wide)
+	e.f("  sockets: %s\n", socketWords(p))
+	if p.OldestCloseWait != nil {
+		e.f("  oldest CLOSE_WAIT: %s\n", p.OldestCloseWait.Words())
+	}
+	if wide || p.Verdict != "too-short" {
+		e.f("  verdict: %s\n", verdictText(p.Verdict))
+	}
+	writeConfig(e, p, wide)
+	if p.NoFinding != "" {
+		e.f("  %s\n", p.NoFinding)
+	} else if len(p.Findings) == 0 {
+		e.f("  findings: none\n")
+	}
+	for _, f := range p.Findings {
+		writeFinding(e, f, wide)
+	}
+}
+
+// socketWords counts the sockets, CLOSE_WAIT, held CLOSE and ESTABLISHED
+// first, then the other states, and those to brokers.
+func socketWords(p Process) string {
+	s := strings.Replace(socketLine(p.Sockets), "CLOSE ", "held CLOSE ", 1)
+	if len(p.BrokerSockets) > 0 {
+		s += "; to brokers: " + socketLineOf(p.BrokerSockets, []string{netstat.CloseWait.String(), netstat.Established.String()})
+	}
+	return s
+}
+
+func writeThreads(e *ew, p Process, wide bool) {
+	switch {
+	case len(p.NetworkThreads) == 0 && wide:
+		e.f("  network threads: %s\n", noThreads(p))
+	case len(p.NetworkThreads) == 0:
+	default:
+		e.f("  network threads:\n")
+		for _, t := range p.NetworkThreads {
+			e.f("    %d %-16s %-8s %s, wchan %s\n", t.TID, t.Name, t.State, syscallText(t.Syscall, t.SyscallName), dash(t.Wchan))
 		}
-		e.f("  sockets: %s\n", socketLine(p.Sockets))
-		if len(p.BrokerSockets) > 0 {
-			e.f("  to brokers: %s\n", socketLineOf(p.BrokerSockets, []string{netstat.CloseWait.String(), netstat.Established.String()}))
-		}
-		if p.OldestCloseWait > 0 {
-			e.f("  oldest CLOSE_WAIT: %s\n", human.Age(p.OldestCloseWait))
-		}
-		e.f("  verdict: %s\n", p.Verdict)
-		if len(p.ConfigFiles) == 0 {
+	}
+}
+
+func writeConfig(e *ew, p Process, wide bool) {
+	if len(p.ConfigFiles) == 0 {
+		if wide {
 			e.f("  config: none found\n")
 		}
-		for _, c := range p.ConfigFiles {
-			e.f("  config: %s (%s", c.Path, c.How)
-			if c.Dialect != "" {
-				e.f(", %s", c.Dialect)
-			}
-			e.f(")")
-			switch {
-			case c.Error != "":
-				e.f(": %s\n", c.Error)
-			case len(c.Findings) == 0:
-				e.f(": no lint finding\n")
-			default:
-				e.f("\n")
-			}
+		return
+	}
+	for _, c := range p.ConfigFiles {
+		e.f("  config: %s (%s", c.Path, c.How)
+		if c.Dialect != "" {
+			e.f(", %s", c.Dialect)
+		}
+		e.f(")")
+		switch {
+		case c.Error != "":
+			e.f(": %s\n", c.Error)
+		case len(c.Findings) == 0:
+			e.f(": no lint finding\n")
+		case !wide:
+			e.f(": %s (kdiag lint %s)\n", lintCounts(c.Findings), c.Path)
+		default:
+			e.f("\n")
+		}
+		if wide {
 			for _, f := range c.Findings {
 				e.f("    %s: %s %s %s\n", f.Where, f.Severity, f.Rule, f.Message)
 			}
 		}
-		if len(p.Findings) == 0 {
-			e.f("  findings: none\n")
-		}
-		for i, f := range p.Findings {
-			e.f("  %d. [%s] %s: %s\n", i+1, strings.ToUpper(f.Severity.String()), f.ID, f.Title)
-			for _, ev := range f.Evidence {
-				e.f("     - %s\n", ev)
-			}
-			if f.Fix != "" {
-				e.f("     fix: %s%s\n", f.Fix, rulesText(f.Rules))
-			}
-			for j, c := range f.Causes {
-				if j == 0 {
-					e.f("     cause: %s\n", c.Title)
-				} else {
-					e.f("     also possible: %s: %s%s\n", c.ID, c.Text, rulesText(c.Rules))
-				}
-				for _, ev := range c.Evidence {
-					e.f("       - %s\n", ev)
-				}
-			}
+	}
+}
+
+// lintCounts writes "KD101 warning, KD203 info": each rule once, worst
+// first.
+func lintCounts(fs []LintFinding) string {
+	rank := map[string]int{"error": 0, "warning": 1, "info": 2}
+	sorted := slices.Clone(fs)
+	slices.SortStableFunc(sorted, func(x, y LintFinding) int { return rank[x.Severity] - rank[y.Severity] })
+	var parts []string
+	seen := map[string]bool{}
+	for _, f := range sorted {
+		if !seen[f.Rule] {
+			seen[f.Rule] = true
+			parts = append(parts, f.Rule+" "+f.Severity)
 		}
 	}
-	for _, n := range r.Notes {
-		e.f("note: %s\n", n)
+	return strings.Join(parts, ", ")
+}
+
+func writeFinding(e *ew, f Finding, wide bool) {
+	e.f("  %s %s: %s\n", strings.ToUpper(f.Severity.String()), f.ID, f.Title)
+	ev := f.KeyEvidence
+	if wide || ev == nil {
+		ev = f.Evidence
 	}
-	return e.err
+	for _, line := range ev {
+		e.f("    - %s\n", line)
+	}
+	if f.Ends != "" {
+		e.f("    ends: %s\n", f.Ends)
+	}
+	if f.Fix != "" {
+		e.f("    fix: %s%s\n", f.Fix, rulesText(f.Rules))
+	}
+	if !wide {
+		return
+	}
+	for j, c := range f.Causes {
+		if j == 0 {
+			e.f("    cause: %s\n", c.Title)
+		} else {
+			e.f("    also possible: %s: %s%s\n", c.ID, c.Text, rulesText(c.Rules))
+		}
+		for _, ev := range c.Evidence {
+			e.f("      - %s\n", ev)
+		}
+	}
+}
+
+// verdictText says a verdict, and for too-short what a verdict needs.
+func verdictText(v string) string {
+	if v == "too-short" {
+		return fmt.Sprintf("too-short (a trend needs %d scans over %s: --duration %s or more)",
+			analyzer.DefaultMinSamples, human.Age(analyzer.DefaultMinDuration), human.Age(analyzer.DefaultMinDuration))
+	}
+	return v
+}
+
+// truncate cuts s to n bytes with an ellipsis, unless all is wanted.
+func truncate(s string, n int, all bool) string {
+	if all || len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func syscallText(nr int, name string) string {
@@ -241,8 +339,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				inst = fmt.Sprint(*p.Instances)
 			}
 			old := "-"
-			if p.OldestCloseWait > 0 {
-				old = human.Age(p.OldestCloseWait)
+			if p.OldestCloseWait != nil {
+				old = p.OldestCloseWait.String()
 			}
 			var ids []string
 			for _, f := range p.Findings {
@@ -277,11 +375,20 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				e.f("  - %s: %s **%s** %s\n", mdEscape(f.Where), f.Severity, f.Rule, mdEscape(f.Message))
 			}
 		}
+		if p.OldestCloseWait != nil {
+			e.f("- Oldest CLOSE_WAIT: %s\n", mdEscape(p.OldestCloseWait.Words()))
+		}
+		if p.NoFinding != "" {
+			e.f("- %s\n", mdEscape(p.NoFinding))
+		}
 		e.f("\n")
 		for i, f := range p.Findings {
 			e.f("%d. **%s** `%s`: %s\n", i+1, strings.ToUpper(f.Severity.String()), f.ID, mdEscape(f.Title))
 			for _, ev := range f.Evidence {
 				e.f("   - %s\n", mdEscape(ev))
+			}
+			if f.Ends != "" {
+				e.f("   - **Ends:** %s\n", mdEscape(f.Ends))
 			}
 			if f.Fix != "" {
 				e.f("   - **Fix:** %s%s\n", mdEscape(f.Fix), rulesText(f.Rules))

@@ -152,18 +152,18 @@ func oldestBy(socks []CloseWaitSocket, t time.Time, peerIdle time.Duration) (Clo
 // likely the oldest at the analysis's end and what is known of its age,
 // narrowed by the peer's idle timeout where it is known (PeerIdleOf); ok
 // is false when it holds none.
-func (p *ProcessSeries) Oldest(a *Analysis, opts Options) (CloseWaitSocket, AgeBounds, bool) {
-	idle, _ := PeerIdleOf(a, p, opts)
+func (p *ProcessSeries) Oldest(a *Analysis) (CloseWaitSocket, AgeBounds, bool) {
+	idle, _ := PeerIdleOf(a, p)
 	return oldestBy(p.CloseWaitSockets, a.End, idle)
 }
 
 // PeerIdleOf is the peer idle timeout to narrow p's ages with, and where it
-// comes from: Options.BrokerIdle when given, else what p's own sockets
-// measured, else what any process's sockets to the same remotes measured.
-// 0 and "" when nothing says.
-func PeerIdleOf(a *Analysis, p *ProcessSeries, opts Options) (time.Duration, string) {
-	if opts.BrokerIdle > 0 {
-		return opts.BrokerIdle, "given"
+// comes from: the analysis's BrokerIdle when the user gave it, else what
+// p's own sockets measured, else what any process's sockets to the same
+// remotes measured. 0 and "" when nothing says.
+func PeerIdleOf(a *Analysis, p *ProcessSeries) (time.Duration, string) {
+	if a != nil && a.BrokerIdle > 0 {
+		return a.BrokerIdle, "given"
 	}
 	if idle, _, ok := MeasuredPeerIdle(p.CloseWaitSockets); ok {
 		return idle, "measured"

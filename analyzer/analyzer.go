@@ -319,6 +319,9 @@ type Analysis struct {
 	// not be attributed because kdiag could not read their possible
 	// holders: a leak there would not show in Processes or Findings.
 	Unseen *Unseen `json:"unseen,omitempty"`
+	// BrokerIdle is Options.BrokerIdle: the brokers' idle timeout the user
+	// gave, which narrows CLOSE_WAIT ages (ProcessSeries.Oldest).
+	BrokerIdle time.Duration `json:"broker_idle_ns,omitempty"`
 }
 
 // Unseen sums the samples whose CLOSE_WAIT kdiag could not attribute

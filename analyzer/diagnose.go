@@ -157,7 +157,7 @@ func Diagnose(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) []Findin
 func closeWaitFinding(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) (Finding, bool) {
 	tr := p.CloseWait
 	f := Finding{Process: p.Key, Name: p.Name()}
-	oldest, age, hasOld := p.Oldest(a, opts)
+	oldest, age, hasOld := p.Oldest(a)
 	byDesign := p.Last.Get(netstat.CloseWait) > 0 && holdsByDesign(p, ev)
 	switch {
 	case tr.Verdict == Step:
@@ -262,7 +262,11 @@ func ageLine(c CloseWaitSocket, b AgeBounds) string {
 	case !c.FINAt.IsZero() && c.FINAt.Before(c.FirstSeen):
 		how = "tcp_info: the time since the last ACK received"
 	}
-	return fmt.Sprintf("Age: the oldest CLOSE_WAIT socket (%s → %s) is %s (%s).", c.Local, c.Remote, b.Words(), how)
+	since := ""
+	if b.Exact() || b.PeerIdle > 0 {
+		since = ", since " + c.LastSeen.Add(-b.Likely()).UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("Age: the oldest CLOSE_WAIT socket (%s → %s) is %s%s (%s).", c.Local, c.Remote, b.Words(), since, how)
 }
 
 // Kinds of finding that kdiag doctor's evidence adds.
@@ -689,7 +693,7 @@ func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) [
 		c := Cause{ID: "client-does-not-read-idle", Title: lib.CloseWait, Fix: lib.Fix, Rules: lib.Rules,
 			Evidence: []string{recvQ + ".", "Reads: " + lib.Reads.Says + " (" + lib.Reads.Source.String() + ").",
 				"Idle: " + lib.Idle.Says + " (" + lib.Idle.Source.String() + ")."}}
-		if _, age, ok := p.Oldest(a, opts); ok && lib.IdleDefault > 0 && age.Min > 2*lib.IdleDefault {
+		if _, age, ok := p.Oldest(a); ok && lib.IdleDefault > 0 && age.Min > 2*lib.IdleDefault {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("The oldest is at least %s old, past 2x %s's default %s: the setting is raised, or the instances holding them were never closed.",
 				human.Age(age.Min), lib.IdleSetting, human.Age(lib.IdleDefault)))
 		}

@@ -462,7 +462,7 @@ func (t *Tracker) Analysis() *Analysis { return t.analysis(true) }
 func (t *Tracker) Current() *Analysis { return t.analysis(false) }
 
 func (t *Tracker) analysis(full bool) *Analysis {
-	a := &Analysis{Samples: len(t.times)}
+	a := &Analysis{Samples: len(t.times), BrokerIdle: t.opts.BrokerIdle}
 	if len(t.times) > 0 {
 		a.Start, a.End = t.times[0], t.times[len(t.times)-1]
 	}

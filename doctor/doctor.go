@@ -375,7 +375,7 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 		p.NetworkThreads = []clients.NetworkThread{}
 	}
 	p.countSockets(last, netstat.IsBroker(o.Query.Brokers))
-	if _, age, ok := ps.Oldest(a, aopts); ok && age.Known() {
+	if _, age, ok := ps.Oldest(a); ok && age.Known() {
 		p.OldestCloseWait = &age
 	}
 	ev := analyzer.Evidence{Client: c, HeldClosed: p.Sockets[netstat.Close.String()]}

@@ -6,7 +6,8 @@
 // Metrics (every gauge is the state at the last scan):
 //
 //	kdiag_tcp_sockets{pid,process,state,remote}           sockets; state as the kernel names it (CLOSE_WAIT)
-//	kdiag_close_wait_oldest_age_seconds{pid,process}      age of the process's oldest CLOSE_WAIT socket
+//	kdiag_close_wait_oldest_age_seconds{pid,process}      age of the process's oldest CLOSE_WAIT socket: exact, or narrowed by the broker's idle timeout, else the least it can be
+//	kdiag_close_wait_oldest_age_max_seconds{pid,process}  the most that age can be (absent when nothing bounds it)
 //	kdiag_close_wait_growth_per_minute{pid,process}       CLOSE_WAIT growth rate, least-squares over the analyzer's recent window
 //	kdiag_close_wait_growing{pid,process}                 1 when the analyzer's verdict is growing (a leak)
 //	kdiag_unseen_sockets{state}                           sockets kdiag could not attribute because it could not read their possible holders
@@ -64,7 +65,9 @@ var (
 	famSockets = Family{"kdiag_tcp_sockets", "gauge",
 		"TCP sockets by holding process, state (as the kernel names it) and remote endpoint, at the last scan."}
 	famOldest = Family{"kdiag_close_wait_oldest_age_seconds", "gauge",
-		"Age of the process's oldest CLOSE_WAIT socket: tcp_info's time since the FIN, or since kdiag first saw it."}
+		"Age of the process's oldest CLOSE_WAIT socket: tcp_info's time since the FIN when exact or narrowed by the broker's idle timeout, else the least it can be (keepalive ACKs reset tcp_info's time, or since kdiag first saw it); kdiag_close_wait_oldest_age_max_seconds is the most."}
+	famOldestMax = Family{"kdiag_close_wait_oldest_age_max_seconds", "gauge",
+		"The most the age of the process's oldest CLOSE_WAIT socket can be: since the last data it received (less the broker's idle timeout, when known)."}
 	famGrowth = Family{"kdiag_close_wait_growth_per_minute", "gauge",
 		"CLOSE_WAIT growth in sockets per minute, least-squares over the analyzer's recent window."}
 	famGrowing = Family{"kdiag_close_wait_growing", "gauge",
@@ -123,6 +126,8 @@ type socketSeries struct {
 type procSeries struct {
 	pid, process    string
 	oldest, growth  float64
+	oldestMax       float64
+	hasMax          bool
 	hasOld, hasRate bool
 	growing         bool
 }
@@ -142,8 +147,9 @@ func (c *Collector) Update(s *netstat.Snapshot, a *analyzer.Analysis, scanDur ti
 				continue
 			}
 			ps := procSeries{pid: strconv.Itoa(p.Key.PID), process: p.Process.Name}
-			if o, ok := p.OldestCloseWait(); ok {
-				ps.oldest, ps.hasOld = o.AgeAt(a.End).Seconds(), true
+			if _, age, ok := p.Oldest(a); ok && age.Known() {
+				ps.oldest, ps.hasOld = age.Likely().Seconds(), true
+				ps.oldestMax, ps.hasMax = age.Max.Seconds(), age.HasMax
 			}
 			if tr := p.CloseWaitRecent; tr.Samples >= 3 {
 				ps.growth, ps.hasRate = tr.PerMinute, true
@@ -302,6 +308,11 @@ func (c *Collector) WritePrometheus(w io.Writer) {
 	for _, p := range c.procs {
 		if p.hasOld {
 			e.sample(famOldest, p.oldest, "pid", p.pid, "process", p.process)
+		}
+	}
+	for _, p := range c.procs {
+		if p.hasMax {
+			e.sample(famOldestMax, p.oldestMax, "pid", p.pid, "process", p.process)
 		}
 	}
 	for _, p := range c.procs {

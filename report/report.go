@@ -152,8 +152,8 @@ func rows(a *analyzer.Analysis) []row {
 			Est: p.Established.Last, Spark: sparkline(p.Points, netstat.CloseWait, 40),
 			ChartID: fmt.Sprintf("chart-%d", i),
 		}
-		if o, ok := p.OldestCloseWait(); ok {
-			r.Oldest = human.Age(o.AgeAt(a.End))
+		if _, age, ok := p.Oldest(a); ok {
+			r.Oldest = age.String()
 		}
 		for _, rem := range p.Remotes {
 			if rem.Last.Total() > 0 {

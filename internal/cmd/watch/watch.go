@@ -25,7 +25,6 @@ import (
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/internal/atomicfile"
 	"github.com/kdiag/kdiag/internal/cmdutil"
-	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/netstat/events"
@@ -560,8 +559,8 @@ func (v *liveView) draw(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Dura
 		}
 		cw, es, other := lastCounts(p)
 		oldest := "-"
-		if c, ok := p.OldestCloseWait(); ok {
-			oldest = human.Age(c.AgeAt(a.End))
+		if _, age, ok := p.Oldest(a); ok {
+			oldest = age.String()
 		}
 		top := "-"
 		if len(p.Remotes) > 0 {
@@ -618,8 +617,8 @@ func plainLine(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Duration) str
 		shown++
 		fmt.Fprintf(&b, " | %s[%d] close_wait=%d established=%d rate=%+.1f/min verdict=%s", p.Name(), p.Key.PID, pcw, pes,
 			p.CloseWaitRecent.PerMinute, p.CloseWait.Verdict)
-		if c, ok := p.OldestCloseWait(); ok {
-			fmt.Fprintf(&b, " oldest=%s", human.Age(c.AgeAt(a.End)))
+		if _, age, ok := p.Oldest(a); ok {
+			fmt.Fprintf(&b, " oldest=%s", age.String())
 		}
 	}
 	return b.String()

@@ -242,7 +242,7 @@ func endsWords(lib *clients.Library, held bool) string {
 	if lib.Ends == "" {
 		return ""
 	}
-	s := strings.ToUpper(lib.Ends[:1]) + lib.Ends[1:] + "."
+	s := lib.Ends + "."
 	if lib.Language == "Go" && !held {
 		s += " Meanwhile Go's keepalive (every 15 s) draws an RST once the broker's side has timed out (its tcp_fin_timeout): the socket leaves the kernel's tables and the fd stays, a held CLOSE."
 	}

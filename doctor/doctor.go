@@ -202,7 +202,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
 	q := o.Query
 	q.States = netstat.AllStates
-	aopts := analyzer.Options{StuckAge: o.StuckAge, IsBroker: netstat.IsBroker(q.Brokers), Identify: o.Identify}
+	// The brokers mark sockets and processes here, they filter nothing:
+	// doctor counts every socket of a client, and a held CLOSE socket has
+	// no remote address a broker filter could match.
+	isB := netstat.IsBroker(q.Brokers)
+	q.Brokers = nil
+	aopts := analyzer.Options{StuckAge: o.StuckAge, IsBroker: isB, Identify: o.Identify}
 	if o.BrokerIdleGiven {
 		aopts.BrokerIdle = time.Duration(o.BrokerIdleMS) * time.Millisecond
 	}
@@ -219,7 +224,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for i := range a.Processes {
 		series[a.Processes[i].Key.PID] = &a.Processes[i]
 	}
-	pids := o.selectPIDs(rep, last, series, q)
+	pids := o.selectPIDs(rep, last, series, q, isB)
 	samples := o.sampleThreads(ctx, pids)
 	for _, pid := range pids {
 		ps := series[pid]
@@ -300,13 +305,21 @@ func blindness(rep *Report, last *netstat.Snapshot) {
 // sockets (a Go client whose every socket keepalive has reset holds only
 // held CLOSE, which has no remote address to mark it by). A named pid that
 // is not there makes the report blind, said once.
-func (o *Options) selectPIDs(rep *Report, last *netstat.Snapshot, series map[int]*analyzer.ProcessSeries, q netstat.Query) []int {
+func (o *Options) selectPIDs(rep *Report, last *netstat.Snapshot, series map[int]*analyzer.ProcessSeries, q netstat.Query, isB func(netip.AddrPort) bool) []int {
 	named := len(q.PIDs) > 0 || q.Process != nil
+	toBrokers := map[int]bool{}
+	if len(o.Query.Brokers) > 0 {
+		for _, s := range last.Sockets {
+			if s.State != netstat.Listen && isB(s.Remote) {
+				toBrokers[s.PID] = true
+			}
+		}
+	}
 	var pids []int
 	for _, p := range last.Processes {
 		ps := series[p.PID]
 		leaks := ps != nil && ps.Last.Leaked() > 0
-		if named || p.Kafka != "" || leaks && ps.Client.Identified() {
+		if named || p.Kafka != "" || toBrokers[p.PID] || leaks && ps.Client.Identified() {
 			pids = append(pids, p.PID)
 		}
 	}

@@ -126,7 +126,10 @@ func WriteWide(w io.Writer, r *Report) error { return writeText(w, r, true) }
 func writeText(w io.Writer, r *Report, wide bool) error {
 	e := &ew{w: w}
 	e.f("kdiag doctor: %s\n", header(r))
-	if r.Blind {
+	switch {
+	case r.Blind && len(r.Processes) == 0:
+		e.f("UNKNOWN: %s.\n", r.BlindReason)
+	case r.Blind:
 		e.f("UNKNOWN: %s; what doctor says below may miss it.\n", r.BlindReason)
 	}
 	if len(r.Processes) == 0 && !r.Blind {

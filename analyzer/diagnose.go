@@ -37,6 +37,17 @@ func (s Severity) String() string {
 // MarshalText writes the severity's name.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a severity's name, as MarshalText writes it.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for _, v := range []Severity{Info, Warning, Critical} {
+		if v.String() == string(b) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown severity %q", b)
+}
+
 // Kinds of finding.
 const (
 	// KindLeak: CLOSE_WAIT grows significantly: sockets pile up.

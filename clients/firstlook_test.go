@@ -1,0 +1,142 @@
+package clients_test
+
+// kdiag doctor's first look, as an SRE runs it: once, no --pid, the default
+// --stuck-age, the binary's JSON. The clients test (live_test.go) starts a
+// real client against kdiag's broker; once the broker has closed its idle
+// connections, the first look must warn of a client that holds them
+// (franz-go, Sarama, kafka-go) with that client's own fix, and must not warn
+// of one that closed them on the FIN.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kdiag/kdiag/analyzer"
+	"github.com/kdiag/kdiag/doctor"
+	"github.com/kdiag/kdiag/internal/testbin"
+)
+
+var (
+	firstLookOnce sync.Once
+	firstLookBin  string
+	firstLookErr  error
+)
+
+// kdiagBin builds kdiag once for the package's tests.
+func kdiagBin(t *testing.T) string {
+	t.Helper()
+	firstLookOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kdiag-clients-")
+		if err != nil {
+			firstLookErr = err
+			return
+		}
+		firstLookBin, firstLookErr = testbin.BuildKdiag(dir)
+	})
+	if firstLookErr != nil {
+		t.Fatal(firstLookErr)
+	}
+	return firstLookBin
+}
+
+// firstLook runs `kdiag doctor -o json` with args and returns its report
+// and exit status.
+func firstLook(t *testing.T, args ...string) (*doctor.Report, int) {
+	t.Helper()
+	cmd := exec.Command(kdiagBin(t), append([]string{"doctor", "-o", "json"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("kdiag doctor %v: %v", args, err)
+	}
+	var r doctor.Report
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("kdiag doctor %v (exit %d): %v\nstdout:\n%s\nstderr:\n%s", args, code, err, out, stderr.String())
+	}
+	return &r, code
+}
+
+func reportOf(r *doctor.Report, pid int) *doctor.Process {
+	for i := range r.Processes {
+		if r.Processes[i].PID == pid {
+			return &r.Processes[i]
+		}
+	}
+	return nil
+}
+
+// warnings returns the process's findings of warning or worse.
+func warnings(p *doctor.Process) []doctor.Finding {
+	var out []doctor.Finding
+	for _, f := range p.Findings {
+		if f.Severity >= analyzer.Warning {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// checkFirstLookHolds: the first look names the process (no --pid), warns
+// of the sockets it holds with the client's own fix and what ends them, and
+// exits 1 or worse. finding is the kind expected first: close-wait-held
+// while they are in CLOSE_WAIT, sockets-held-closed once keepalive reset
+// them.
+func checkFirstLookHolds(t *testing.T, r *doctor.Report, code, pid int, lib, version, finding, fixWord string) {
+	t.Helper()
+	p := reportOf(r, pid)
+	if p == nil {
+		t.Fatalf("the first look does not list pid %d; it lists %d processes", pid, len(r.Processes))
+	}
+	if p.Client.Library != lib || p.Client.Version != version {
+		t.Errorf("first look names the client %+v, want %s %s", p.Client, lib, version)
+	}
+	w := warnings(p)
+	if len(w) == 0 {
+		t.Fatalf("first look: no warning for %s holding %v sockets (%s); findings %v", lib, p.Sockets, p.NoFinding, findingIDs(*p))
+	}
+	if w[0].ID != finding {
+		t.Errorf("first look's first warning is %s, want %s: %v", w[0].ID, finding, findingIDs(*p))
+	}
+	if !strings.Contains(w[0].Fix, fixWord) {
+		t.Errorf("first look's fix %q does not speak %s's terms (%q)", w[0].Fix, lib, fixWord)
+	}
+	if w[0].Ends == "" {
+		t.Errorf("first look does not say what ends the state: %+v", w[0])
+	}
+	for _, f := range p.Findings {
+		if strings.Contains(f.Fix+f.Title, "jstack") {
+			t.Errorf("a Java cause for a Go client: %+v", f)
+		}
+	}
+	if code < 1 || code > 2 {
+		t.Errorf("first look exits %d, want 1 (a warning)", code)
+	}
+	t.Logf("first look: %s %s holds %v: %s; %s", lib, version, p.Sockets, w[0].Title, w[0].Ends)
+}
+
+// checkFirstLookQuiet: a client that closed the broker's FIN gets no
+// warning from the first look; a young CLOSE_WAIT caught in flight is
+// info at most.
+func checkFirstLookQuiet(t *testing.T, r *doctor.Report, pid int, lib string) {
+	t.Helper()
+	p := reportOf(r, pid)
+	if p == nil {
+		t.Logf("first look: %s (pid %d) not listed: no socket to the brokers now", lib, pid)
+		return
+	}
+	if w := warnings(p); len(w) > 0 {
+		t.Errorf("first look warns of %s, which closes on the FIN: %v; sockets %v", lib, findingIDs(*p), p.Sockets)
+	}
+	t.Logf("first look: %s listed with sockets %v, findings %v", lib, p.Sockets, findingIDs(*p))
+}

@@ -9,6 +9,7 @@ package clients_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -16,10 +17,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kdiag/kdiag/analyzer"
+	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/doctor"
 	"github.com/kdiag/kdiag/internal/testbin"
+	"github.com/kdiag/kdiag/netstat"
 )
 
 var (
@@ -139,4 +143,84 @@ func checkFirstLookQuiet(t *testing.T, r *doctor.Report, pid int, lib string) {
 		t.Errorf("first look warns of %s, which closes on the FIN: %v; sockets %v", lib, findingIDs(*p), p.Sockets)
 	}
 	t.Logf("first look: %s listed with sockets %v, findings %v", lib, p.Sockets, findingIDs(*p))
+}
+
+// heldScript runs kdiag's broker and a client in a network namespace of
+// their own whose tcp_fin_timeout is 2 s, so that the broker's side of an
+// idle-closed connection is gone long before the client's first keepalive
+// probe (Go's, 15 s after the FIN), which then draws an RST: the client's
+// CLOSE_WAIT socket becomes a held CLOSE fd. The client is exec'd last, so
+// its pid is the unshare command's.
+const heldScript = `set -e
+ip link set lo up
+sysctl -qw net.ipv4.tcp_fin_timeout=2
+"$1" broker --brokers 1 --ports 9092 --idle 3s --topic live >/dev/null 2>&1 &
+for i in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/9092) 2>/dev/null && break; sleep 0.1; done
+exec "$2" 127.0.0.1:9092
+`
+
+// startHeld starts client in heldScript's namespace, or skips when that
+// cannot be made (not root, no unshare or ip).
+func startHeld(t *testing.T, clientBin string) *client {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a network namespace with its own tcp_fin_timeout needs root")
+	}
+	for _, tool := range []string{"unshare", "ip", "sysctl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (Debian packages util-linux, iproute2, procps)", tool)
+		}
+	}
+	return start(t, nil, "unshare", "-n", "bash", "-c", heldScript, "held", kdiagBin(t), clientBin)
+}
+
+// waitHeld waits until pid holds only held CLOSE sockets (no CLOSE_WAIT,
+// no ESTABLISHED): keepalive has reset every connection the broker closed.
+func waitHeld(t *testing.T, pid int) int {
+	t.Helper()
+	var held int
+	waitFor(t, 90*time.Second, "keepalive turns the client's CLOSE_WAIT into held CLOSE", func() bool {
+		s, err := netstat.NewScanner("/proc").Scan(context.Background(), netstat.Query{PIDs: []int{pid}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, other := 0, 0
+		for _, k := range s.Sockets {
+			switch k.State {
+			case netstat.Close:
+				held++
+			case netstat.CloseWait, netstat.Established:
+				other++
+			}
+		}
+		return held > 0 && other == 0
+	})
+	return held
+}
+
+// TestFirstLookHeldClose: once keepalive has reset the sockets a Go client
+// held in CLOSE_WAIT, the first look, with no --pid and with --brokers,
+// still finds the process (its sockets have no address any more) and warns
+// of them in the client's own terms.
+func TestFirstLookHeldClose(t *testing.T) {
+	for _, tc := range []struct {
+		name, mod, src, lib, version, fixWord string
+	}{
+		{"sarama", "github.com/IBM/sarama@v1.61.1", saramaSource, clients.Sarama, "v1.61.1", "Sarama has no idle timeout"},
+		{"franz", "github.com/twmb/franz-go@v1.22.3", franzSource, clients.FranzGo, "v1.22.3", "kgo.ConnIdleTimeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := goClient(t, tc.name, tc.mod, tc.src)
+			cl := startHeld(t, bin)
+			pid := cl.cmd.Process.Pid
+			waitHeld(t, pid)
+			r, code := firstLook(t)
+			checkFirstLookHolds(t, r, code, pid, tc.lib, tc.version, "sockets-held-closed", tc.fixWord)
+			r, code = firstLook(t, "--brokers", "127.0.0.1:9092")
+			checkFirstLookHolds(t, r, code, pid, tc.lib, tc.version, "sockets-held-closed", tc.fixWord)
+			if p := reportOf(r, pid); p.Sockets["CLOSE"] == 0 {
+				t.Errorf("--brokers: the held CLOSE sockets are not counted: %v", p.Sockets)
+			}
+		})
+	}
 }

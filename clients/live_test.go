@@ -370,8 +370,9 @@ func goClient(t *testing.T, name, mod, src string) string {
 	return filepath.Join(dir, name)
 }
 
-func TestLiveFranzGo(t *testing.T) {
-	bin := goClient(t, "franz", "github.com/twmb/franz-go@v1.22.3", `package main
+// franzSource is a franz-go producer with a 10-minute idle timeout, far
+// above the broker's 3 s: the test must not race its reaper.
+const franzSource = `package main
 
 import (
 	"context"
@@ -393,13 +394,16 @@ func main() {
 	fmt.Println("sent")
 	time.Sleep(10 * time.Minute)
 }
-`)
+`
+
+func TestLiveFranzGo(t *testing.T) {
+	bin := goClient(t, "franz", "github.com/twmb/franz-go@v1.22.3", franzSource)
 	c := startBroker(t)
 	checkHolder(t, c, start(t, nil, bin, c.BootstrapServers()), clients.FranzGo, "v1.22.3", "kgo.ConnIdleTimeout", false)
 }
 
-func TestLiveSarama(t *testing.T) {
-	bin := goClient(t, "sarama", "github.com/IBM/sarama@v1.61.1", `package main
+// saramaSource is a Sarama sync producer with the defaults.
+const saramaSource = `package main
 
 import (
 	"fmt"
@@ -422,7 +426,10 @@ func main() {
 	fmt.Println("sent")
 	time.Sleep(10 * time.Minute)
 }
-`)
+`
+
+func TestLiveSarama(t *testing.T) {
+	bin := goClient(t, "sarama", "github.com/IBM/sarama@v1.61.1", saramaSource)
 	c := startBroker(t)
 	checkHolder(t, c, start(t, nil, bin, c.BootstrapServers()), clients.Sarama, "v1.61.1", "Sarama has no idle timeout", false)
 }

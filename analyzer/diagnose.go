@@ -110,6 +110,9 @@ type Evidence struct {
 	// table (state CLOSE: reset, or closed by keepalive, and never
 	// closed by the process); -1 when not counted.
 	HeldClosed int
+	// IdleConfigured is the client's idle setting as its configuration
+	// sets it, with where ("2000 at app.properties:3"); "" when not read.
+	IdleConfigured string
 }
 
 // ConfigFact is one lint finding of a process's configuration, as the
@@ -696,7 +699,7 @@ func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) [
 		if lib == nil {
 			out = append(out, genericIdleCause())
 		} else if lib.IdleSetting != "" {
-			out = append(out, idleCause(lib, ev))
+			out = append(out, idleCause(a, p, lib, ev))
 		}
 	case lib == nil:
 		out = append(out, genericKafkaCauses(p, ev, recvQ)...)
@@ -711,7 +714,7 @@ func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) [
 		c.Ends = endsWords(lib, false)
 		out = append(out, withText(c))
 		if lib.IdleSetting != "" {
-			out = append(out, idleCause(lib, ev))
+			out = append(out, idleCause(a, p, lib, ev))
 		}
 	default:
 		if c, ok := blockedThreadCause(p, ev); ok {
@@ -720,7 +723,7 @@ func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) [
 			out = append(out, readsIdleCause(lib, ev, recvQ))
 		}
 		if lib.IdleSetting != "" {
-			out = append(out, idleCause(lib, ev))
+			out = append(out, idleCause(a, p, lib, ev))
 		}
 	}
 	// A cause the configuration confirms goes first.
@@ -757,10 +760,14 @@ func sentence(s string) string {
 
 // idleCause: the broker closes first because the client's idle timeout is
 // off or not below the broker's; confirmed by the config's lint findings.
-func idleCause(lib *clients.Library, ev Evidence) Cause {
+func idleCause(a *Analysis, p *ProcessSeries, lib *clients.Library, ev Evidence) Cause {
+	client := fmt.Sprintf("default %s", lib.IdleDefaultString())
+	if ev.IdleConfigured != "" {
+		client = "set to " + ev.IdleConfigured
+	}
 	c := Cause{ID: "idle-timeout-not-below-broker",
-		Title: fmt.Sprintf("The broker closes idle connections before the client does: %s's %s (default %s) is disabled or not below the broker's connections.max.idle.ms (600000 ms by default).",
-			lib.Name, lib.IdleSetting, lib.IdleDefaultString()),
+		Title: fmt.Sprintf("The broker closes idle connections before the client does: %s's %s (%s) is disabled or not below the broker's connections.max.idle.ms (%s).",
+			lib.Name, lib.IdleSetting, client, brokerIdleWords(a, p)),
 		Fix:   fmt.Sprintf("Set %s below the broker's connections.max.idle.ms.", lib.IdleSetting),
 		Rules: lib.Rules}
 	if len(lib.Rules) > 0 {
@@ -773,6 +780,19 @@ func idleCause(lib *clients.Library, ev Evidence) Cause {
 		}
 	}
 	return withText(c)
+}
+
+// brokerIdleWords says the broker's idle timeout as kdiag knows it: given,
+// measured off the sockets, or Kafka's default.
+func brokerIdleWords(a *Analysis, p *ProcessSeries) string {
+	switch idle, how := PeerIdleOf(a, p); how {
+	case "given":
+		return fmt.Sprintf("%d ms, as --broker-idle-ms gives it", idle.Milliseconds())
+	case "":
+		return "600000 ms by default"
+	default:
+		return fmt.Sprintf("about %s here, as its closes of these connections showed", human.Age(idle))
+	}
 }
 
 // readsIdleCause: a client that reads idle connections left the FIN

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/clients"
+	"github.com/kdiag/kdiag/config"
 	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/internal/redact"
 	"github.com/kdiag/kdiag/netstat"
@@ -395,7 +396,7 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 	if len(samples) > 0 {
 		ev.Threads = &th
 	}
-	ev.Config = o.lintConfig(&p, ps, c)
+	ev.Config, ev.IdleConfigured = o.lintConfig(&p, ps, c)
 	for _, f := range analyzer.Diagnose(a, ps, ev, aopts) {
 		df := Finding{ID: f.Kind, Severity: f.Severity, Title: f.Summary, Evidence: f.Details, KeyEvidence: f.Evidence, Causes: f.Causes}
 		if len(f.Causes) > 0 {
@@ -435,8 +436,9 @@ func (p *Process) countSockets(last *netstat.Snapshot, isB func(netip.AddrPort) 
 // lintConfig lints the configuration found for the process against the
 // broker's idle timeout (what its closes showed, unless --broker-idle-ms
 // was given), with the catalog of the client's version, and returns the
-// findings as the diagnosis cites them.
-func (o *Options) lintConfig(p *Process, ps *analyzer.ProcessSeries, c clients.Client) []analyzer.ConfigFact {
+// findings as the diagnosis cites them, and the client's idle setting as
+// the configuration sets it ("" when it does not).
+func (o *Options) lintConfig(p *Process, ps *analyzer.ProcessSeries, c clients.Client) ([]analyzer.ConfigFact, string) {
 	lintOpts := rules.DefaultOptions()
 	lintOpts.BrokerIdleMS = o.BrokerIdleMS
 	if med, _, _, _, ok := analyzer.BrokerIdle(ps); ok && !o.BrokerIdleGiven {
@@ -451,10 +453,16 @@ func (o *Options) lintConfig(p *Process, ps *analyzer.ProcessSeries, c clients.C
 		}
 	}
 	var facts []analyzer.ConfigFact
+	idle := ""
 	p.ConfigFiles = []ConfigFile{}
 	for _, src := range o.Config(p.PID, c) {
 		cf := ConfigFile{Path: src.Path, How: src.How, Dialect: src.Dialect, Error: src.Err, Findings: []LintFinding{}}
 		if src.File != nil {
+			if lib := c.Catalog(); lib != nil {
+				if e, ok := effective(src.File, lib.IdleSetting); ok {
+					idle = fmt.Sprintf("%s at %s", e.Value, src.Where(int(e.KeyPos.Line)))
+				}
+			}
 			lintOpts.Env = src.Env
 			for _, f := range rules.LintFile(src.File, lintOpts) {
 				lf := LintFinding{Rule: f.RuleID, Severity: f.Severity.String(), Where: src.Where(int(f.Pos.Line)), Message: f.Message, Fix: f.Fix}
@@ -464,7 +472,20 @@ func (o *Options) lintConfig(p *Process, ps *analyzer.ProcessSeries, c clients.C
 		}
 		p.ConfigFiles = append(p.ConfigFiles, cf)
 	}
-	return facts
+	return facts, idle
+}
+
+// effective returns the entry that sets key in f as the client reads it:
+// the highest rank, the last of those.
+func effective(f *config.File, key string) (config.Entry, bool) {
+	var best config.Entry
+	found := false
+	for _, e := range f.Entries {
+		if e.Key == key && (!found || e.Rank >= best.Rank) {
+			best, found = e, true
+		}
+	}
+	return best, found
 }
 
 // noFinding says why a process that holds CLOSE_WAIT or held CLOSE sockets

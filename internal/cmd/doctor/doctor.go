@@ -54,17 +54,32 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*DoctorOptions) error) *cobra.Co
   - its instances and network threads (Java: kafka-producer-network-thread,
     librdkafka: rdk:main and rdk:broker*), sampled 5 times over a second:
     polling (waiting in epoll_wait: it sees a broker's FIN), busy or blocked;
-  - its sockets: CLOSE_WAIT, CLOSE (held open in no kernel table), ESTABLISHED
-    to the brokers, and the oldest CLOSE_WAIT's age;
+  - its sockets: CLOSE_WAIT, held CLOSE (open in the process, in no kernel
+    table: what keepalive makes of a CLOSE_WAIT), ESTABLISHED to the brokers,
+    and the oldest CLOSE_WAIT's age as tcp_info bounds it: exact, "~59s" when
+    the broker's idle timeout (measured, or --broker-idle-ms) narrows it, or
+    "at least 14s, at most 1m02s" when keepalive's ACKs have reset it;
   - the config it runs with (files its command line names, Spring Boot files in
     its working directory, SPRING_KAFKA_* and KAFKA_* variables) and what kdiag
     lint finds there;
-  - a ranked diagnosis: each finding with its evidence and a fix in the
-    library's own terms (docs/clients.md lists what kdiag knows of each).
+  - a ranked diagnosis: each finding with the evidence it rests on, what will
+    end the state if nothing changes, and a fix in the library's own terms
+    (docs/clients.md lists what kdiag knows of each).
 
-With --duration it scans every --interval for that long and gives a verdict
-(step, growing, draining, steady). Command lines are shown with secrets masked.
-Run it as root to see every process's fds and threads.
+One look is enough for a client that does not read idle connections
+(franz-go, Sarama, kafka-go): sockets the broker closed, their FIN unread
+(Recv-Q 1), are a warning however young. For a client that closes on the FIN
+(Java with a polling network thread, librdkafka, kafkajs, kafka-python), or one
+kdiag cannot name, CLOSE_WAIT becomes a finding when held past --stuck-age or
+growing. When doctor shows CLOSE_WAIT or held CLOSE with no finding it says
+why. With --duration it scans every --interval for that long and gives a
+trend verdict (step, growing, draining, steady), which needs 6 scans over 30s.
+
+The text is short: per finding what, its evidence, what ends it and the fix;
+-o wide adds the client's evidence, every thread and lint finding, the causes
+weighed with their sources, and the notes on what the scan could not see.
+Command lines are shown with secrets masked. Run it as root to see every
+process's fds and threads.
 
 Exit status: 0 no warning, 1 warnings, 2 a critical finding, 3 kdiag could not
 see (a named process it could not read, sockets it could not attribute, a
@@ -94,7 +109,7 @@ scan that failed).`,
 	fl.IntSliceVar(&opts.PIDs, "pid", nil, "only these processes (repeatable, or a comma list)")
 	fl.StringVar(&opts.Process, "process", "", "only processes whose name or command line matches this regular expression")
 	fl.StringVar(&opts.Brokers, "brokers", "", "Kafka bootstrap list host:port,...: the brokers (default: remote ports 9092-9094)")
-	fl.DurationVar(&opts.Duration, "duration", 0, "sample for this long for a verdict (0: one scan)")
+	fl.DurationVar(&opts.Duration, "duration", 0, "sample for this long for a trend verdict, which needs 6 scans over 30s (0: one look)")
 	fl.DurationVar(&opts.Interval, "interval", time.Second, "time between scans with --duration")
 	fl.DurationVar(&opts.StuckAge, "stuck-age", time.Minute, "CLOSE_WAIT older than this is a finding even when not growing")
 	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", 600000, "the broker's connections.max.idle.ms, which the config lint compares with (default: what the broker's idle closes showed, else 600000)")

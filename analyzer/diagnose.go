@@ -110,6 +110,9 @@ type Evidence struct {
 	// table (state CLOSE: reset, or closed by keepalive, and never
 	// closed by the process); -1 when not counted.
 	HeldClosed int
+	// FDs is the process's fd census and its open count over the scans;
+	// nil when not read.
+	FDs *FDEvidence
 	// IdleConfigured is the client's idle setting as its configuration
 	// sets it, with where ("2000 at app.properties:3"); "" when not read.
 	IdleConfigured string
@@ -152,6 +155,11 @@ func Diagnose(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) []Findin
 		out = append(out, f)
 	}
 	if f, ok := instancesFinding(p, ev); ok {
+		out = append(out, f)
+	} else if f, ok := instancesManyFinding(p, ev); ok {
+		out = append(out, f)
+	}
+	if f, ok := fdLimitFinding(p, ev, opts); ok {
 		out = append(out, f)
 	}
 	if f, ok := heldClosedFinding(p, ev); ok {

@@ -22,6 +22,7 @@ import (
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/config"
+	"github.com/kdiag/kdiag/fds"
 	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/internal/redact"
 	"github.com/kdiag/kdiag/netstat"
@@ -57,6 +58,8 @@ type Options struct {
 	Threads  func(pid int) ([]clients.ThreadSample, error)
 	Config   func(pid int, c clients.Client) []procconfig.Source
 	ReadProc func(pid int) (netstat.Process, error)
+	// FDs takes a process's fd census (fds.Read under ProcRoot).
+	FDs func(pid int) (fds.Census, error)
 	// Sleep waits between samples; nil is a timer on ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 	Arch  string
@@ -87,6 +90,9 @@ func (o *Options) defaults() {
 		o.ReadProc = func(pid int) (netstat.Process, error) {
 			return netstat.ReadProcess(context.Background(), o.ProcRoot, pid)
 		}
+	}
+	if o.FDs == nil {
+		o.FDs = func(pid int) (fds.Census, error) { return fds.Read(o.ProcRoot, pid) }
 	}
 	if o.Sleep == nil {
 		o.Sleep = func(ctx context.Context, d time.Duration) error {
@@ -152,10 +158,23 @@ type Process struct {
 	Verdict     string       `json:"verdict"`
 	ConfigFiles []ConfigFile `json:"config_files"`
 	Findings    []Finding    `json:"findings"`
+	// FDs is its fd census at the end (fds by kind, its limit) and, over
+	// --duration, their growth; nil when kdiag could not read its fds.
+	FDs *FDReport `json:"fds,omitempty"`
 	// NoFinding says, when it holds CLOSE_WAIT or held CLOSE sockets and
 	// no finding of warning or worse was made, why not and what would
 	// make one.
 	NoFinding string `json:"no_finding,omitempty"`
+}
+
+// FDReport is what doctor read of a process's fds.
+type FDReport struct {
+	fds.Census
+	// PerMinute is the open count's growth over --duration (0 for one
+	// look); UntilLimit the time left to the soft limit at that rate, 0
+	// when not growing toward one.
+	PerMinute  float64       `json:"growth_per_minute,omitempty"`
+	UntilLimit time.Duration `json:"until_limit_ns,omitempty"`
 }
 
 // ConfigFile is one configuration found and its lint findings.
@@ -214,7 +233,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	tracker := analyzer.NewTracker(aopts)
 	rep := &Report{}
-	last, perPID, err := o.sample(ctx, q, tracker, rep)
+	last, perPID, fdSeries, err := o.sample(ctx, q, tracker, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +253,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			meta.Cmdline = redact.Line(meta.Cmdline)
 			ps = &analyzer.ProcessSeries{Key: analyzer.ProcessKey{PID: pid, Start: meta.StartTime}, Process: meta, Client: o.Identify(meta)}
 		}
-		rep.Processes = append(rep.Processes, o.process(a, ps, samples[pid], perPID[pid], last, aopts))
+		rep.Processes = append(rep.Processes, o.process(a, ps, samples[pid], perPID[pid], fdSeries[pid], last, aopts))
 	}
 	slices.SortStableFunc(rep.Processes, func(x, y Process) int {
 		return cmp.Or(cmp.Compare(worst(y.Findings), worst(x.Findings)), cmp.Compare(x.PID, y.PID))
@@ -243,18 +262,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 // sample scans once, or every Interval for Duration, into tracker, and
-// returns the last snapshot and the instance counts seen per scan by pid.
-// Only the first scan's failure is an error; later ones are notes.
-func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer.Tracker, rep *Report) (*netstat.Snapshot, map[int][]int, error) {
+// returns the last snapshot, the instance counts seen per scan by pid, and
+// the open fds of the Kafka clients at each scan. Only the first scan's
+// failure is an error; later ones are notes.
+func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer.Tracker, rep *Report) (*netstat.Snapshot, map[int][]int, map[int]*analyzer.FDEvidence, error) {
 	var last *netstat.Snapshot
 	perPID := map[int][]int{}
+	fdSeries := map[int]*analyzer.FDEvidence{}
 	deadline := time.Time{}
 	for {
 		at := time.Now()
 		s, err := o.Scan(ctx, q)
 		if err != nil {
 			if last == nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			rep.Notes = append(rep.Notes, "scan failed: "+err.Error())
 		} else {
@@ -272,11 +293,7 @@ func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer
 			}
 			rep.End = s.Time
 			if o.Duration > 0 {
-				for _, p := range s.Processes {
-					if ts, err := o.Threads(p.PID); err == nil {
-						perPID[p.PID] = append(perPID[p.PID], countPrefix(ts, o.Identify(p)))
-					}
-				}
+				o.sampleClients(s, perPID, fdSeries)
 			}
 		}
 		if o.Duration <= 0 || !at.Add(o.Interval).Before(deadline.Add(o.Interval/2)) {
@@ -286,7 +303,29 @@ func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer
 			break
 		}
 	}
-	return last, perPID, nil
+	return last, perPID, fdSeries, nil
+}
+
+// sampleClients records, for each process of s that is a Kafka client, its
+// instance count (from its threads) and its open fds at this scan.
+func (o *Options) sampleClients(s *netstat.Snapshot, perPID map[int][]int, fdSeries map[int]*analyzer.FDEvidence) {
+	for _, p := range s.Processes {
+		c := o.Identify(p)
+		if ts, err := o.Threads(p.PID); err == nil {
+			perPID[p.PID] = append(perPID[p.PID], countPrefix(ts, c))
+		}
+		if p.Kafka == "" && !c.Identified() {
+			continue
+		}
+		if cs, err := o.FDs(p.PID); err == nil {
+			e := fdSeries[p.PID]
+			if e == nil {
+				e = &analyzer.FDEvidence{}
+				fdSeries[p.PID] = e
+			}
+			e.Times, e.Open = append(e.Times, s.Time), append(e.Open, cs.Open)
+		}
+	}
 }
 
 // blindness marks the report blind when CLOSE_WAIT sockets could not be
@@ -370,7 +409,7 @@ func (o *Options) sampleThreads(ctx context.Context, pids []int) map[int][][]cli
 }
 
 func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samples [][]clients.ThreadSample, scanCounts []int,
-	last *netstat.Snapshot, aopts analyzer.Options) Process {
+	fdSeries *analyzer.FDEvidence, last *netstat.Snapshot, aopts analyzer.Options) Process {
 	pid := ps.Key.PID
 	c := ps.Client
 	p := Process{PID: pid, Name: ps.Name(), Cmdline: redact.Line(ps.Process.Cmdline), User: ps.Process.User,
@@ -397,6 +436,7 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 		ev.Threads = &th
 	}
 	ev.Config, ev.IdleConfigured = o.lintConfig(&p, ps, c)
+	ev.FDs = o.fdEvidence(&p, fdSeries, aopts)
 	for _, f := range analyzer.Diagnose(a, ps, ev, aopts) {
 		df := Finding{ID: f.Kind, Severity: f.Severity, Title: f.Summary, Evidence: f.Details, KeyEvidence: f.Evidence, Causes: f.Causes}
 		if len(f.Causes) > 0 {
@@ -416,6 +456,25 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 	}
 	p.NoFinding = noFinding(p, a, aopts)
 	return p
+}
+
+// fdEvidence takes the process's fd census now, joins it to the series
+// taken over --duration, and sets the report's FDs; nil when its fds
+// cannot be read.
+func (o *Options) fdEvidence(p *Process, series *analyzer.FDEvidence, aopts analyzer.Options) *analyzer.FDEvidence {
+	cs, err := o.FDs(p.PID)
+	if err != nil {
+		return nil
+	}
+	e := &analyzer.FDEvidence{Last: cs}
+	if series != nil {
+		e.Times, e.Open = series.Times, series.Open
+	}
+	p.FDs = &FDReport{Census: cs}
+	if tr, eta, ok := e.Growth(aopts); ok {
+		p.FDs.PerMinute, p.FDs.UntilLimit = tr.PerMinute, eta
+	}
+	return e
 }
 
 // countSockets counts the process's sockets at the last scan by state, and

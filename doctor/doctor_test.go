@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/config"
+	"github.com/kdiag/kdiag/fds"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/procconfig"
 )
@@ -88,6 +90,16 @@ func (f *fake) options() Options {
 			return []procconfig.Source{{Path: "/opt/app/producer.properties", How: "named on the command line", Dialect: "java", File: f}}
 		},
 		ReadProc: func(pid int) (netstat.Process, error) { return netstat.Process{}, os.ErrNotExist },
+		// orders (pid 100) opens 5 fds every 10 s: 500 at t0, 530 a minute
+		// later, 494 from its limit of 1024: EMFILE in ~16 minutes.
+		FDs: func(pid int) (fds.Census, error) {
+			if pid != 100 {
+				return fds.Census{}, os.ErrPermission
+			}
+			n := 500 + 5*int(f.now.Sub(t0)/(10*time.Second))
+			return fds.Census{PID: pid, Open: n, Soft: 1024, Hard: 4096,
+				ByKind: map[fds.Kind]int{fds.Socket: n - 20, fds.Pipe: 10, fds.Epoll: 4, fds.File: 6}}, nil
+		},
 		Sleep:    func(ctx context.Context, d time.Duration) error { f.now = f.now.Add(d); return nil },
 	}
 }
@@ -145,6 +157,16 @@ func TestReport(t *testing.T) {
 	}
 	if franz.Findings[0].ID != "close-wait-held" || !strings.Contains(franz.Findings[0].Fix, "kgo.ConnIdleTimeout") {
 		t.Errorf("franz-go's first finding: %+v", franz.Findings[0])
+	}
+	var fdf *Finding
+	for i := range franz.Findings {
+		if franz.Findings[i].ID == "fd-limit-near" {
+			fdf = &franz.Findings[i]
+		}
+	}
+	if fdf == nil || fdf.Severity != analyzer.Warning || !strings.Contains(fdf.Title, "EMFILE") ||
+		franz.FDs == nil || franz.FDs.Open != 530 || franz.FDs.UntilLimit < 16*time.Minute || franz.FDs.UntilLimit > 17*time.Minute {
+		t.Errorf("franz-go's fds: %+v, finding %+v; want 530 open, +30/min, EMFILE in ~16m, a warning", franz.FDs, fdf)
 	}
 	if java.Instances == nil || *java.Instances != 2 || len(java.NetworkThreads) != 2 || java.NetworkThreads[1].State != clients.Blocked || java.NetworkThreads[0].State != clients.Polling {
 		t.Errorf("java: instances %v, threads %+v; want 2, one polling, one blocked", java.Instances, java.NetworkThreads)
@@ -243,6 +265,48 @@ func TestMeasuredBrokerIdle(t *testing.T) {
 	for _, p := range r.Processes {
 		if p.BrokerIdleMS != 0 {
 			t.Errorf("pid %d: broker idle %d ms measured over --broker-idle-ms", p.PID, p.BrokerIdleMS)
+		}
+	}
+}
+
+// TestInstancesMany: eight Java producers alive in one JVM are a warning at
+// one look, with the epoll fds they bring; two are not.
+func TestInstancesMany(t *testing.T) {
+	for _, n := range []int{2, 8} {
+		f := &fake{now: t0}
+		o := f.options()
+		o.Duration = 0
+		o.Threads = func(pid int) ([]clients.ThreadSample, error) {
+			ts := []clients.ThreadSample{{TID: pid, Name: "java", State: 'S', Syscall: 202, HasSyscall: true}}
+			for i := range n {
+				ts = append(ts, clients.ThreadSample{TID: pid + 10 + i, Name: "kafka-producer-", State: 'S', Syscall: 232, HasSyscall: true, Wchan: "do_epoll_wait"})
+			}
+			return ts, nil
+		}
+		o.FDs = func(pid int) (fds.Census, error) {
+			return fds.Census{PID: pid, Open: 40 + 2*n, Soft: 65536, Hard: 65536, ByKind: map[fds.Kind]int{fds.Epoll: n + 1, fds.EventFD: n + 1, fds.File: 38}}, nil
+		}
+		r, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var java Process
+		for _, p := range r.Processes {
+			if p.PID == 200 {
+				java = p
+			}
+		}
+		var got *Finding
+		for i := range java.Findings {
+			if java.Findings[i].ID == analyzer.KindInstancesMany {
+				got = &java.Findings[i]
+			}
+		}
+		switch {
+		case n < 8 && got != nil:
+			t.Errorf("%d instances: %+v, want no finding", n, got)
+		case n >= 8 && (got == nil || got.Severity != analyzer.Warning || !strings.Contains(strings.Join(got.KeyEvidence, " "), "9 epoll")):
+			t.Errorf("%d instances: %+v, want a warning citing 9 epoll instances", n, got)
 		}
 	}
 }

@@ -165,6 +165,9 @@ func writeProcess(e *ew, p Process, wide bool) {
 	if p.OldestCloseWait != nil {
 		e.f("  oldest CLOSE_WAIT: %s\n", p.OldestCloseWait.Words())
 	}
+	if p.FDs != nil {
+		e.f("  fds: %s\n", fdWords(p.FDs))
+	}
 	if wide || p.Verdict != "too-short" {
 		e.f("  verdict: %s\n", verdictText(p.Verdict))
 	}
@@ -177,6 +180,16 @@ func writeProcess(e *ew, p Process, wide bool) {
 	for _, f := range p.Findings {
 		writeFinding(e, f, wide)
 	}
+}
+
+// fdWords writes the census, and the growth toward the limit when there is
+// one.
+func fdWords(f *FDReport) string {
+	s := analyzer.CensusWords(f.Census)
+	if f.UntilLimit > 0 {
+		s += fmt.Sprintf("; %+.1f/min: EMFILE in ~%s", f.PerMinute, human.Age(f.UntilLimit))
+	}
+	return s
 }
 
 // socketWords counts the sockets, CLOSE_WAIT, held CLOSE and ESTABLISHED
@@ -365,6 +378,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		e.f("- Instances: %s\n", mdEscape(instancesLine(p)))
 		e.f("- Sockets: %s\n", socketLine(p.Sockets))
+		if p.FDs != nil {
+			e.f("- Fds: %s\n", mdEscape(fdWords(p.FDs)))
+		}
 		for _, t := range p.NetworkThreads {
 			e.f("- Network thread %d `%s`: **%s**, %s, wchan `%s`\n", t.TID, t.Name, t.State, syscallText(t.Syscall, t.SyscallName), dash(t.Wchan))
 		}

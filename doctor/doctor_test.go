@@ -100,7 +100,7 @@ func (f *fake) options() Options {
 			return fds.Census{PID: pid, Open: n, Soft: 1024, Hard: 4096,
 				ByKind: map[fds.Kind]int{fds.Socket: n - 20, fds.Pipe: 10, fds.Epoll: 4, fds.File: 6}}, nil
 		},
-		Sleep:    func(ctx context.Context, d time.Duration) error { f.now = f.now.Add(d); return nil },
+		Sleep: func(ctx context.Context, d time.Duration) error { f.now = f.now.Add(d); return nil },
 	}
 }
 

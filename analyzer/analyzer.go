@@ -240,6 +240,11 @@ type RemoteSeries struct {
 	Last Counts `json:"last"`
 	// CloseWait is the trend toward this endpoint (zero from Current).
 	CloseWait Trend `json:"close_wait"`
+	// Opened counts the connections to it that samples saw open that the
+	// sample before had not (new local ports), over the window; counted
+	// toward brokers only. A connection opened and closed between two
+	// samples is not seen.
+	Opened int `json:"opened,omitempty"`
 }
 
 // Name returns the endpoint as text, "other" for the overflow bucket.
@@ -277,6 +282,9 @@ type ProcessSeries struct {
 	CloseWaitSockets []CloseWaitSocket `json:"close_wait_sockets"`
 	// Closed counts CLOSE_WAIT sockets that went away during the window.
 	Closed int `json:"closed"`
+	// Opened sums its remotes' Opened: the connections to brokers it
+	// opened during the window, as the samples saw them.
+	Opened int `json:"opened,omitempty"`
 	// LocalPorts counts the distinct local ports of its connected sockets
 	// over the window: many more than it holds at once means it keeps
 	// opening new connections.

@@ -162,6 +162,9 @@ func Diagnose(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) []Findin
 	if f, ok := fdLimitFinding(p, ev, opts); ok {
 		out = append(out, f)
 	}
+	if f, ok := reconnectFinding(a, p, ev); ok {
+		out = append(out, f)
+	}
 	if f, ok := heldClosedFinding(p, ev); ok {
 		out = append(out, f)
 	}

@@ -84,7 +84,18 @@ type remoteState struct {
 	first  int
 	counts series
 	cur    Counts
+	// kafka marks a broker (Options.IsBroker, else the default Kafka
+	// ports): only toward brokers are new connections counted.
+	kafka bool
+	// ports are the local ports of its connections at the current sample,
+	// prev at the last; opened records the connections a sample saw that
+	// the one before it had not (a new local port), by absolute sample.
+	ports, prev []uint16
+	opened      []openedAt
 }
+
+// openedAt is how many connections sample idx saw opened toward a remote.
+type openedAt struct{ idx, n int32 }
 
 // inodeID identifies a socket across samples: its inode (unique while it
 // lives) in its namespace.
@@ -182,6 +193,9 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 			if int(sk.State) < len(rs.cur) {
 				rs.cur[sk.State]++
 			}
+			if rs.kafka && connected(sk.State) {
+				rs.ports = append(rs.ports, sk.Local.Port())
+			}
 		}
 		if sk.State == netstat.CloseWait || sk.State == netstat.Close && sk.Inode != 0 {
 			t.closeWait(sk, ps, s.Time)
@@ -206,9 +220,43 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 		for _, rs := range ps.remotes {
 			rs.counts.push(rs.cur)
 			rs.cur = Counts{}
+			if rs.kafka {
+				rs.countOpened(idx, ps.first < idx)
+			}
 		}
 	}
 	t.trim()
+}
+
+// connected reports whether a socket in state st is a connection a client
+// opened and holds (a listener is not, and TIME_WAIT has no holder).
+func connected(st netstat.State) bool {
+	switch st {
+	case netstat.Listen, netstat.TimeWait, netstat.Close, netstat.NewSynRecv:
+		return false
+	}
+	return true
+}
+
+// countOpened records, at sample idx, the connections whose local port the
+// last sample did not see: opened since. Those of a process's first sample
+// (known false) were open before kdiag looked.
+func (rs *remoteState) countOpened(idx int, known bool) {
+	slices.Sort(rs.ports)
+	// Both sorted: one merge pass counts the ports prev lacks.
+	n, j := 0, 0
+	for _, p := range rs.ports {
+		for j < len(rs.prev) && rs.prev[j] < p {
+			j++
+		}
+		if j == len(rs.prev) || rs.prev[j] != p {
+			n++
+		}
+	}
+	if known && n > 0 {
+		rs.opened = append(rs.opened, openedAt{int32(idx), int32(n)})
+	}
+	rs.prev, rs.ports = rs.ports, rs.prev[:0]
 }
 
 // addSample records s's time, source and notes.
@@ -404,7 +452,7 @@ func (t *Tracker) remote(ps *procState, ap netip.AddrPort, idx int) *remoteState
 			return rs
 		}
 	}
-	rs := &remoteState{first: idx}
+	rs := &remoteState{first: idx, kafka: !k.other && (t.isBroker(ap) || t.opts.IsBroker == nil && slices.Contains(netstat.DefaultKafkaPorts, ap.Port()))}
 	ps.remotes[k] = rs
 	return rs
 }
@@ -433,6 +481,9 @@ func (t *Tracker) trim() {
 		}
 		for rk, rs := range ps.remotes {
 			rs.first = trimCounts(&rs.counts, rs.first, t.base)
+			for len(rs.opened) > 0 && int(rs.opened[0].idx) < t.base {
+				rs.opened = rs.opened[1:]
+			}
 			if rs.counts.allZero() {
 				delete(ps.remotes, rk)
 			}
@@ -543,6 +594,10 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		for rk, rs := range ps.remotes {
 			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
 			r.Last = rs.counts.lastCounts()
+			for _, o := range rs.opened {
+				r.Opened += int(o.n)
+			}
+			p.Opened += r.Opened
 			if full {
 				r.CloseWait = t.fit(&rs.counts, rs.first, Counts.Leaked, time.Time{}, t.opts)
 			}

@@ -27,7 +27,9 @@ const minReconnects = 3
 // during the window, as the samples saw them (new local ports).
 func reconnectFinding(a *Analysis, p *ProcessSeries, ev Evidence) (Finding, bool) {
 	span := a.End.Sub(p.FirstSeen)
-	if p.Opened < minReconnects || span <= 0 {
+	// Connections kept, or left in CLOSE_WAIT, are the leak findings',
+	// not churn.
+	if p.Opened < minReconnects || span <= 0 || p.Established.Verdict == Growing || p.CloseWait.Verdict == Growing {
 		return Finding{}, false
 	}
 	brokers := 0

@@ -87,7 +87,9 @@ type remoteState struct {
 	// kafka marks a broker (Options.IsBroker, else the default Kafka
 	// ports): only toward brokers are new connections counted.
 	kafka bool
-	// ports are the local ports of its connections at the current sample,
+	// ports are the local ports of its connections (ESTABLISHED or
+	// SYN_SENT: one first seen in CLOSE_WAIT was opened before its close,
+	// which the CLOSE_WAIT findings count) at the current sample,
 	// prev at the last; opened records the connections a sample saw that
 	// the one before it had not (a new local port), by absolute sample.
 	ports, prev []uint16
@@ -193,7 +195,7 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 			if int(sk.State) < len(rs.cur) {
 				rs.cur[sk.State]++
 			}
-			if rs.kafka && connected(sk.State) {
+			if rs.kafka && (sk.State == netstat.Established || sk.State == netstat.SynSent) {
 				rs.ports = append(rs.ports, sk.Local.Port())
 			}
 		}
@@ -226,16 +228,6 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 		}
 	}
 	t.trim()
-}
-
-// connected reports whether a socket in state st is a connection a client
-// opened and holds (a listener is not, and TIME_WAIT has no holder).
-func connected(st netstat.State) bool {
-	switch st {
-	case netstat.Listen, netstat.TimeWait, netstat.Close, netstat.NewSynRecv:
-		return false
-	}
-	return true
 }
 
 // countOpened records, at sample idx, the connections whose local port the

@@ -301,9 +301,14 @@ func TestClassify(t *testing.T) {
 		}
 	}
 	got := Classify(java, [][]ThreadSample{sample(202, 202, 'S'), sample(232, 202, 'S'), sample(202, 202, 'S')}, "amd64")
+	// Thread 11 polled in one sample of three: polling, with the call and
+	// wait channel of that sample.
 	want := Threads{Samples: 3, Instances: 2, InstanceCounts: []int{2, 2, 2}, Network: []NetworkThread{
-		{TID: 11, Name: "kafka-producer-", State: Polling, Syscall: 202, SyscallName: "futex", Wchan: "do_epoll_wait", Seen: 3},
-		{TID: 12, Name: "kafka-producer-", State: Blocked, Syscall: 202, SyscallName: "futex", Wchan: "futex_do_wait", Seen: 3},
+		{TID: 11, Name: "kafka-producer-", State: Polling, Syscall: 232, SyscallName: "epoll_wait", Wchan: "do_epoll_wait", Seen: 3,
+			StateSamples: 1, SyscallSamples: 1, Tally: []ThreadTally{
+				{State: Blocked, Syscall: 202, SyscallName: "futex", Samples: 2}, {State: Polling, Syscall: 232, SyscallName: "epoll_wait", Samples: 1}}},
+		{TID: 12, Name: "kafka-producer-", State: Blocked, Syscall: 202, SyscallName: "futex", Wchan: "futex_do_wait", Seen: 3,
+			StateSamples: 3, SyscallSamples: 3, Tally: []ThreadTally{{State: Blocked, Syscall: 202, SyscallName: "futex", Samples: 3}}},
 	}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Classify (-want +got):\n%s", d)

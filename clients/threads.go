@@ -109,34 +109,100 @@ func parseSyscall(b []byte) (int, error) {
 	return n, nil
 }
 
-// Thread states of a network thread.
+// Thread states of a network thread: what one sample shows, and what the
+// thread is called over all of them (Classify says by which rule).
 const (
-	// Polling: seen waiting in a poll-family call (epoll_wait, poll, ...)
-	// in at least one sample: it comes back to its selector and can see a
-	// FIN.
+	// Polling: waiting in a poll-family call (epoll_wait, poll, ...): the
+	// thread is back at its selector, where it sees a FIN.
 	Polling = "polling"
-	// Busy: never seen polling, but running: working, not stuck.
+	// Busy: running (or runnable): working, not waiting.
 	Busy = "busy"
-	// Blocked: never seen polling nor running, waiting in something else
-	// (a futex, a sleep, a read) in every sample.
+	// Blocked: waiting in something else (a futex, a sleep, a read), or
+	// asleep outside any system call.
 	Blocked = "blocked"
-	// Unknown: its system call could not be read.
+	// Unknown: its system call could not be read (that needs ptrace
+	// access to the process) and it was not running.
 	Unknown = "unknown"
 )
 
-// NetworkThread is one network thread over the samples.
+// NetworkThread is one network thread over the samples. Its State and its
+// system call come from the same samples: StateSamples of the Seen samples
+// gave State, and SyscallSamples of those were in Syscall.
 type NetworkThread struct {
 	TID   int    `json:"tid"`
 	Name  string `json:"name"`
 	State string `json:"state"`
-	// Syscall and Wchan are the last sample's; SyscallName names the
-	// number on this architecture ("" when not in a system call or not
-	// known).
+	// Syscall is the system call most of the samples that gave State were
+	// in (a tie goes to the later sample's), -1 for none (running, or
+	// asleep outside a system call); SyscallName names it on this
+	// architecture ("" when -1 or not known); Wchan is the wait channel of
+	// the latest of those samples in Syscall.
 	Syscall     int    `json:"syscall"`
 	SyscallName string `json:"syscall_name,omitempty"`
 	Wchan       string `json:"wchan,omitempty"`
 	// Seen counts the samples the thread was in.
 	Seen int `json:"samples"`
+	// StateSamples counts the samples that gave State; SyscallSamples
+	// those of them in Syscall.
+	StateSamples   int `json:"state_samples"`
+	SyscallSamples int `json:"syscall_samples"`
+	// Tally is every (state, system call) the samples showed, the most
+	// samples first: what the thread did besides State.
+	Tally []ThreadTally `json:"tally"`
+}
+
+// ThreadTally is how many samples showed a thread in one state and system
+// call.
+type ThreadTally struct {
+	State       string `json:"state"`
+	Syscall     int    `json:"syscall"`
+	SyscallName string `json:"syscall_name,omitempty"`
+	Samples     int    `json:"samples"`
+}
+
+// Words says what the thread was seen doing, with the counts it rests on:
+// "polling in epoll_wait 5/5", "blocked in futex 4/5 (busy, running
+// 1/5)", "polling in epoll_wait 1/5 (blocked in futex 4/5)". The first
+// part is State and its system call; the parenthesis lists what the other
+// samples showed.
+func (t NetworkThread) Words() string {
+	s := tallyWords(t.State, t.Syscall, t.SyscallName, t.SyscallSamples, t.Seen)
+	if t.SyscallSamples != t.StateSamples {
+		// The state's samples were in more than one call: say how many
+		// were in the state at all.
+		s = fmt.Sprintf("%s %d/%d, %s", t.State, t.StateSamples, t.Seen, strings.TrimPrefix(s, t.State+" "))
+	}
+	var rest []string
+	for _, k := range t.Tally {
+		if k.State == t.State && k.Syscall == t.Syscall {
+			continue
+		}
+		rest = append(rest, tallyWords(k.State, k.Syscall, k.SyscallName, k.Samples, t.Seen))
+	}
+	if len(rest) > 0 {
+		s += " (" + strings.Join(rest, ", ") + ")"
+	}
+	return s
+}
+
+// tallyWords writes one state and call with its count: "blocked in futex
+// 5/5", "busy, running 2/5", "blocked outside a system call 1/5",
+// "unknown, system call unreadable 5/5".
+func tallyWords(state string, nr int, name string, n, of int) string {
+	var where string
+	switch {
+	case state == Unknown:
+		where = ", system call unreadable"
+	case nr < 0 && state == Busy:
+		where = ", running"
+	case nr < 0:
+		where = " outside a system call"
+	case name != "":
+		where = " in " + name
+	default:
+		where = fmt.Sprintf(" in system call %d", nr)
+	}
+	return fmt.Sprintf("%s%s %d/%d", state, where, n, of)
 }
 
 // Threads is what the samples of one process show of its client's threads.
@@ -152,23 +218,55 @@ type Threads struct {
 	Network []NetworkThread `json:"network_threads"`
 }
 
+// sampleState is what one sample shows of a thread: Polling when it waits
+// in a poll-family call; Busy when it is running (state R, or a syscall
+// file that says "running" while stat says neither S nor D); Unknown when
+// its system call could not be read; Blocked otherwise.
+func sampleState(t ThreadSample, arch string) (state string, nr int) {
+	switch {
+	case t.HasSyscall && IsPoll(arch, t.Syscall):
+		return Polling, t.Syscall
+	case t.State == 'R' || (t.HasSyscall && t.Syscall == -1 && t.State != 'S' && t.State != 'D'):
+		return Busy, t.Syscall
+	case !t.HasSyscall:
+		return Unknown, -1
+	}
+	return Blocked, t.Syscall
+}
+
 // Classify reads the samples of one process (oldest first) for lib's
 // threads: the instances at each sample, and each network thread's state
 // over all of them. arch is the GOARCH whose system call numbers apply
 // (runtime.GOARCH on the host). A nil lib or one without named threads
 // gives Instances -1 and no network thread.
+//
+// The rule: a thread seen polling in any sample is Polling; any other
+// thread is what most of its samples show (Busy, Blocked or Unknown; a tie
+// goes to the state of the later sample). Its system call is the one most
+// of the samples of that state were in, so state and call never come from
+// different samples, and both carry their counts (NetworkThread.Words).
+//
+// Why one polling sample is enough: the selectors these threads poll in
+// (Java's epoll Selector, librdkafka's poll) are level-triggered, and
+// /proc shows a thread in epoll_wait or poll only while it sleeps there,
+// which it does only when none of its registered sockets is readable. A
+// socket holding an unread FIN is readable, so a thread seen sleeping in
+// its poll call had read every FIN that had reached its sockets by then.
+// That is what was measured: a Java network thread that polls reads the
+// broker's FIN within 0-59 ms and closes (kafka-clients 2.1.1 and 3.9.0
+// against kdiag broker), and CLOSE_WAIT lasted exactly as long as a send
+// callback blocked the thread, every sample of which was in a futex. A
+// majority rule would call a thread that polls between slow callbacks
+// (blocked 4 samples of 5) blocked, and blame it for CLOSE_WAIT older than
+// the samples that it cannot be holding; the tally still says how much of
+// the time it spent elsewhere.
 func Classify(lib *Library, samples [][]ThreadSample, arch string) Threads {
 	out := Threads{Samples: len(samples), Instances: -1}
 	if lib == nil || lib.Threads == nil {
 		return out
 	}
 	tn := lib.Threads
-	type acc struct {
-		last                      ThreadSample
-		polled, ran, known, total int
-	}
-	by := map[int]*acc{}
-	var order []int
+	by := map[int][]seen{}
 	for _, s := range samples {
 		inst := 0
 		for _, t := range s {
@@ -178,23 +276,8 @@ func Classify(lib *Library, samples [][]ThreadSample, arch string) Threads {
 			if !strings.HasPrefix(t.Name, tn.Network) {
 				continue
 			}
-			a := by[t.TID]
-			if a == nil {
-				a = &acc{}
-				by[t.TID] = a
-				order = append(order, t.TID)
-			}
-			a.last = t
-			a.total++
-			if t.HasSyscall {
-				a.known++
-				if IsPoll(arch, t.Syscall) {
-					a.polled++
-				}
-			}
-			if t.State == 'R' || (t.HasSyscall && t.Syscall == -1 && t.State != 'S' && t.State != 'D') {
-				a.ran++
-			}
+			st, nr := sampleState(t, arch)
+			by[t.TID] = append(by[t.TID], seen{state: st, nr: nr, t: t})
 		}
 		if tn.Instance != "" {
 			out.InstanceCounts = append(out.InstanceCounts, inst)
@@ -203,25 +286,90 @@ func Classify(lib *Library, samples [][]ThreadSample, arch string) Threads {
 	if n := len(out.InstanceCounts); n > 0 {
 		out.Instances = out.InstanceCounts[n-1]
 	}
-	slices.Sort(order)
-	for _, tid := range order {
-		a := by[tid]
-		nt := NetworkThread{TID: tid, Name: a.last.Name, Syscall: a.last.Syscall, Wchan: a.last.Wchan, Seen: a.total}
-		if a.last.HasSyscall {
-			nt.SyscallName = SyscallName(arch, a.last.Syscall)
+	tids := make([]int, 0, len(by))
+	for tid := range by {
+		tids = append(tids, tid)
+	}
+	slices.Sort(tids)
+	for _, tid := range tids {
+		ss := by[tid]
+		states := make([]string, len(ss))
+		for i, s := range ss {
+			states[i] = s.state
 		}
-		switch {
-		case a.polled > 0:
-			nt.State = Polling
-		case a.ran > 0:
-			nt.State = Busy
-		case a.known == 0:
-			nt.State = Unknown
-		default:
-			nt.State = Blocked
+		state := Polling
+		if !slices.Contains(states, Polling) {
+			state = majority(states)
 		}
+		var calls []int
+		for _, s := range ss {
+			if s.state == state {
+				calls = append(calls, s.nr)
+			}
+		}
+		nr := majority(calls)
+		nt := NetworkThread{TID: tid, Name: ss[len(ss)-1].t.Name, State: state, Syscall: nr,
+			SyscallName: SyscallName(arch, nr), Seen: len(ss), StateSamples: len(calls)}
+		for _, s := range ss {
+			if s.state == state && s.nr == nr {
+				nt.SyscallSamples++
+				nt.Wchan = s.t.Wchan
+			}
+		}
+		nt.Tally = tally(ss, arch)
 		out.Network = append(out.Network, nt)
 	}
+	return out
+}
+
+// majority returns the value most of vs hold; a tie goes to the one that
+// occurs last. vs is not empty.
+func majority[T comparable](vs []T) T {
+	count := map[T]int{}
+	best, bestN := vs[len(vs)-1], 0
+	for _, v := range vs {
+		count[v]++
+	}
+	// From the end, so that among equal counts the later one is met first.
+	for i := len(vs) - 1; i >= 0; i-- {
+		if n := count[vs[i]]; n > bestN {
+			best, bestN = vs[i], n
+		}
+	}
+	return best
+}
+
+// stateOrder sorts a tally's equal counts: polling first, as Words names it.
+var stateOrder = map[string]int{Polling: 0, Busy: 1, Blocked: 2, Unknown: 3}
+
+// seen is one sample of a thread with its state and call (sampleState).
+type seen struct {
+	state string
+	nr    int
+	t     ThreadSample
+}
+
+// tally counts the (state, call) pairs of a thread's samples, the most
+// samples first, then by state and call.
+func tally(ss []seen, arch string) []ThreadTally {
+	var out []ThreadTally
+	for _, s := range ss {
+		i := slices.IndexFunc(out, func(k ThreadTally) bool { return k.State == s.state && k.Syscall == s.nr })
+		if i < 0 {
+			out = append(out, ThreadTally{State: s.state, Syscall: s.nr, SyscallName: SyscallName(arch, s.nr)})
+			i = len(out) - 1
+		}
+		out[i].Samples++
+	}
+	slices.SortFunc(out, func(a, b ThreadTally) int {
+		if a.Samples != b.Samples {
+			return b.Samples - a.Samples
+		}
+		if a.State != b.State {
+			return stateOrder[a.State] - stateOrder[b.State]
+		}
+		return a.Syscall - b.Syscall
+	})
 	return out
 }
 

@@ -30,7 +30,16 @@ const (
 	KafkaPython      = "kafka-python"
 	AIOKafka         = "aiokafka"
 	KafkaJS          = "kafkajs"
+	// KdiagProduce is kdiag's own reference producer (`kdiag produce`,
+	// and the producer `kdiag repro` starts): Identify names it from the
+	// kdiag binary's command line, not from a client module.
+	KdiagProduce = "kdiag-produce"
 )
+
+// SelfRepo is kdiag's own repository: a Source in it has no commit, since
+// it is the tree the catalog is built with (TestCatalog checks that its
+// files and symbols are there).
+const SelfRepo = "kdiag/kdiag"
 
 // Source is where a fact can be checked: a repository, a file in it, the
 // symbol or line that says it, and the commit it was read at.
@@ -40,9 +49,11 @@ type Source struct {
 	Symbol string
 	// Commit is the commit (or tag) the fact was read at.
 	Commit string
+	// Tag is the release tag that names Commit, "" when none does.
+	Tag string
 }
 
-// String writes "owner/repo path (symbol) at commit".
+// String writes "owner/repo path (symbol) at commit", or "at tag (commit)".
 func (s Source) String() string {
 	out := s.Repo + " " + s.Path
 	if s.Symbol != "" {
@@ -52,6 +63,9 @@ func (s Source) String() string {
 		c := s.Commit
 		if len(c) > 12 {
 			c = c[:12]
+		}
+		if s.Tag != "" {
+			c = s.Tag + " (" + c + ")"
 		}
 		out += " at " + c
 	}
@@ -96,8 +110,44 @@ type Measurement struct {
 	// HoldsCloseWait says whether the client keeps the sockets the broker
 	// closed in CLOSE_WAIT.
 	HoldsCloseWait bool
+	// Blocked says the setup kept the client's network thread (or event
+	// loop) from polling, as a callback that blocks it does: a client that
+	// reads idle connections holds CLOSE_WAIT for as long as it is blocked.
+	Blocked bool
 	// Result is what was seen, in words.
 	Result string
+	// How is how and where it was measured, "" for the clients test
+	// (clients/live_test.go), which checks it at every run.
+	How string
+}
+
+// VersionFact is a fact about what a library does with its connections
+// over its life (at start-up, after the first metadata, at idle expiry,
+// after the broker's close), for the versions it names, read at their
+// tags.
+type VersionFact struct {
+	// Versions is the versions the fact holds for ("2.1.1", "2.1.1 and
+	// 3.9.0"), "" for every version the catalog covers.
+	Versions string
+	// Topic is the part of the life it is about: "start-up", "idle
+	// expiry", ...
+	Topic string
+	Fact
+	// Also are where the fact was read at the other versions it names.
+	Also []Source
+}
+
+// Variant is a setting of a library that changes how it meets the
+// broker's FIN (kdiag produce's kdiag.reader): the values it changes. A
+// Library's own values are those of its default; Library.WithVariant
+// applies one.
+type Variant struct {
+	// Setting and Value name it: kdiag.reader and on-demand.
+	Setting, Value string
+	ReadsIdle      bool
+	Reads          Fact
+	CloseWait, Fix string
+	Measured       []Measurement
 }
 
 // Library is what kdiag knows of one Kafka client library.
@@ -142,6 +192,27 @@ type Library struct {
 	Threads *ThreadNames
 	// Measured is its behaviour measured against kdiag broker.
 	Measured []Measurement
+	// Lifecycle is what it does with its connections from start-up on,
+	// by version, each fact with its source at that version.
+	Lifecycle []VersionFact
+	// Variants are the settings that change ReadsIdle, Reads, CloseWait
+	// and Fix; the values above are the default's.
+	Variants []Variant
+}
+
+// WithVariant returns the library as it runs with setting=value (one of
+// Variants): a copy with that variant's reading, meaning, fix and
+// measurements. A value that is no variant's (the default's) gives l.
+func (l *Library) WithVariant(value string) *Library {
+	for _, v := range l.Variants {
+		if v.Value == value {
+			c := *l
+			c.ReadsIdle, c.Reads, c.CloseWait, c.Fix, c.Measured = v.ReadsIdle, v.Reads, v.CloseWait, v.Fix, v.Measured
+			c.Variants = nil
+			return &c
+		}
+	}
+	return l
 }
 
 // HoldsIdleCloseWait reports whether the library leaves the broker's idle
@@ -150,7 +221,10 @@ func (l *Library) HoldsIdleCloseWait() bool { return !l.ReadsIdle }
 
 // Commits the facts below were read at.
 const (
-	kafkaCommit      = "1eb7644349cb07139d6a3c1ad1986979647cac99"
+	kafka39Commit    = "dd5272687e8adf9e79e3e329b1b3d2524afb6020"
+	kafka39Tag       = "3.9.0-rc3" // the commit voted as 3.9.0
+	kafka21Commit    = "21234bee31165527859b46ea48c46b76532f7a37"
+	kafka21Tag       = "2.1.1"
 	librdkafkaCommit = "4c3b017c3de8d9c10de12b9eec0ea688e8d5787d"
 	ckgCommit        = "b88333d3d307e04b0b3cf95b60e00433340cb937"
 	franzCommit      = "adb3a18abe14bdb230f1cd738d03623301013d42"
@@ -225,18 +299,20 @@ var catalog = []*Library{
 		ID: KafkaClients, Name: "Apache Kafka Java client", Module: "org.apache.kafka:kafka-clients", Language: "Java",
 		Recognized: "kafka-clients-X.jar on the JVM's class path or open (also inside a Spring Boot fat jar: BOOT-INF/lib/kafka-clients-X.jar), or a shaded kafka/kafka-version.properties; the version from the jar",
 		ReadsIdle:  true,
-		Reads: Fact{Says: "the Selector registers every connection for OP_READ and the network thread reads each one that is ready, so it sees the FIN on its next poll and closes",
-			Source: Source{Repo: "apache/kafka", Path: "clients/src/main/java/org/apache/kafka/common/network/Selector.java", Symbol: "Selector.register (OP_READ), pollSelectionKeys", Commit: kafkaCommit}},
+		Reads: Fact{Says: "the Selector registers every connection for OP_READ and the network thread reads each one that is ready, so a polling thread sees the FIN on its next poll and closes (the same at 2.1.1)",
+			Source: Source{Repo: "apache/kafka", Path: "clients/src/main/java/org/apache/kafka/common/network/Selector.java", Symbol: "Selector.register (OP_READ), pollSelectionKeys", Commit: kafka39Commit, Tag: kafka39Tag}},
 		IdleSetting: "connections.max.idle.ms", IdleDefault: 540 * time.Second,
-		Idle: Fact{Says: "connections.max.idle.ms default 540000 (9 minutes) for the producer; a negative value creates no IdleExpiryManager: never closed by the client",
-			Source: Source{Repo: "apache/kafka", Path: "clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java, common/network/Selector.java", Symbol: "CONNECTIONS_MAX_IDLE_MS_CONFIG 9 * 60 * 1000; idleExpiryManager", Commit: kafkaCommit}},
+		Idle: Fact{Says: "connections.max.idle.ms default 540000 (9 minutes) for the producer; a negative value creates no IdleExpiryManager: never closed by the client. poll() closes at most one expired connection, after its select, and the poll timeout does not include the idle deadline (the same at 2.1.1)",
+			Source: Source{Repo: "apache/kafka", Path: "clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java, common/network/Selector.java", Symbol: "CONNECTIONS_MAX_IDLE_MS_CONFIG 9 * 60 * 1000; idleExpiryManager, maybeCloseOldestConnection", Commit: kafka39Commit, Tag: kafka39Tag}},
 		Keepalive: Fact{Says: "SO_KEEPALIVE set on every connection: the kernel's first probe after net.ipv4.tcp_keepalive_time (7200 s by default)",
-			Source: Source{Repo: "apache/kafka", Path: "clients/src/main/java/org/apache/kafka/common/network/Selector.java", Symbol: "configureSocketChannel: socket.setKeepAlive(true)", Commit: kafkaCommit}},
-		CloseWait: "The Java client reads every connection, so CLOSE_WAIT toward a broker means the thread that would read it is not polling: kafka-producer-network-thread blocked (a slow send callback or interceptor runs on it), or producers created and never closed.",
-		Fix:       "Find the blocked thread (jstack PID, the kafka-producer-network-thread | <client.id> stacks) and keep send callbacks short, handing slow work to another executor; create one KafkaProducer per application and close() it; keep connections.max.idle.ms (540000) below the broker's connections.max.idle.ms.",
+			Source: Source{Repo: "apache/kafka", Path: "clients/src/main/java/org/apache/kafka/common/network/Selector.java", Symbol: "configureSocketChannel: socket.setKeepAlive(true)", Commit: kafka39Commit, Tag: kafka39Tag}},
+		CloseWait: "The Java client's network thread reads every connection: while it polls it reads the broker's FIN within milliseconds and closes, then reconnects when it next needs metadata (measured at 2.1.1 and 3.9.0: no CLOSE_WAIT, a reconnect about every broker idle period). CLOSE_WAIT toward a broker lasts only while kafka-producer-network-thread is not polling: a send callback or interceptor running on it blocks, or it waits on a lock.",
+		Fix:       "Keep send callbacks and interceptors (onAcknowledgement) quick: they run on the network thread (kafka-producer-network-thread | <client.id>), which reads no socket while one runs; hand slow work to another executor, and find what blocks with a thread dump (jstack PID). connections.max.idle.ms does not help while the thread is blocked (measured: 2000 against the broker's 3000, every socket still sat in CLOSE_WAIT for 27 s).",
 		Rules:     []string{"KD101", "KD102"},
 		Threads: &ThreadNames{Network: "kafka-producer-", Instance: "kafka-producer-", Full: "kafka-producer-network-thread | <client.id>", StuckIsBlind: true,
-			Fact: Fact{Says: `each KafkaProducer starts one Sender thread named "kafka-producer-network-thread | " + client.id`, Source: Source{Repo: "apache/kafka", Path: "clients/src/main/java/org/apache/kafka/clients/producer/KafkaProducer.java", Symbol: "NETWORK_THREAD_PREFIX, ioThreadName", Commit: kafkaCommit}}},
+			Fact: Fact{Says: `each KafkaProducer starts one Sender thread named "kafka-producer-network-thread | " + client.id (the same at 2.1.1)`, Source: Source{Repo: "apache/kafka", Path: "clients/src/main/java/org/apache/kafka/clients/producer/KafkaProducer.java", Symbol: "NETWORK_THREAD_PREFIX, ioThreadName", Commit: kafka39Commit, Tag: kafka39Tag}}},
+		Measured:  javaMeasured,
+		Lifecycle: javaLifecycle,
 	},
 	{
 		ID: KafkaGo, Name: "kafka-go", Module: "github.com/segmentio/kafka-go", Language: "Go",
@@ -289,6 +365,37 @@ var catalog = []*Library{
 		Measured: []Measurement{
 			{Version: "2.2.4", HoldsCloseWait: false, Result: "closes on the FIN and does not reconnect until it has something to send"},
 		},
+	},
+	{
+		ID: KdiagProduce, Name: "kdiag's reference producer", Module: "github.com/kdiag/kdiag (kdiag produce)", Language: "Go",
+		Recognized: "a process whose executable's Go build info names kdiag's main package (github.com/kdiag/kdiag/cmd/kdiag) and whose command line runs `kdiag produce` (kdiag repro's producer too); the reader, callbacks and connections.max.idle.ms from its --reader, --block-callbacks, --callback-delay, --set and --config, over the defaults of package producer",
+		ReadsIdle:  true,
+		Reads: Fact{Says: "with kdiag.reader=poll (the default, --reader poll) every connection has a reader goroutine reading at all times, as Java's Selector keeps every channel registered for OP_READ: the FIN is read at once and the network goroutine closes the socket",
+			Source: Source{Repo: SelfRepo, Path: "producer/requests.go, producer/config.go", Symbol: "sender.reader, ReaderPoll"}},
+		IdleSetting: "connections.max.idle.ms", IdleDefault: 540 * time.Second,
+		Idle: Fact{Says: "connections.max.idle.ms default 540000, as Java's: the network goroutine closes a connection idle that long; a negative value never closes one, so the broker's idle close is a passive close",
+			Source: Source{Repo: SelfRepo, Path: "producer/connections.go, producer/config.go", Symbol: "sender.checkConnections, DefaultConfig"}},
+		Keepalive: Fact{Says: "dials with a zero net.Dialer: Go's default keepalive, first probe after 15 s idle, then every 15 s",
+			Source: Source{Repo: SelfRepo, Path: "producer/connections.go", Symbol: "sender.connect (var d net.Dialer)"}},
+		CloseWait: "kdiag's reference producer runs --reader poll, which reads every connection as Java does, so CLOSE_WAIT toward a broker means its network goroutine is stalled by its callbacks: --block-callbacks (until SIGUSR1) or --callback-delay / kdiag.callback.delay.ms, its stand-ins for a Java send callback that blocks the network thread.",
+		Fix:       "This is kdiag's stand-in for a blocked Java network thread: release the callbacks with kill -USR1 PID, or run without --block-callbacks and --callback-delay (kdiag.callback.delay.ms). In a Java application the cure is the same: keep send callbacks and interceptors quick and move slow work off the network thread.",
+		Measured: []Measurement{
+			{Version: "this tree", Setup: "--reader poll", HoldsCloseWait: false, Result: "reads the broker's FIN and closes: no CLOSE_WAIT", How: selfMeasured},
+		},
+		Lifecycle: []VersionFact{
+			{Topic: "callbacks", Fact: Fact{Says: "send callbacks run on the network goroutine, one after another, each after kdiag.callback.delay.ms; --block-callbacks blocks each until SIGUSR1: meanwhile no FIN is handled and no socket closed, with either reader",
+				Source: Source{Repo: SelfRepo, Path: "producer/batches.go, internal/cmd/produce/produce.go", Symbol: "sender.complete, blocker"}}},
+		},
+		Variants: []Variant{{
+			Setting: "kdiag.reader", Value: "on-demand", ReadsIdle: false,
+			Reads: Fact{Says: "with kdiag.reader=on-demand (--reader on-demand) a connection is read only while a response is pending (its reader waits for the token each request gives), as Sarama, franz-go and kafka-go read: the FIN of an idle connection stays unread until the next request on it meets the closed peer",
+				Source: Source{Repo: SelfRepo, Path: "producer/requests.go, producer/config.go", Symbol: "sender.reader, sender.request, ReaderOnDemand"}},
+			CloseWait: "kdiag's reference producer runs --reader on-demand, which stands for Sarama, franz-go and kafka-go: it reads a connection only while a response is pending, so every connection the broker closes while idle stays in CLOSE_WAIT (Recv-Q 1: the FIN unread) until the next request on it.",
+			Fix:       "kdiag's reference producer runs --reader on-demand, which stands for Sarama/franz-go/kafka-go and holds CLOSE_WAIT by design; use --reader poll, or set connections.max.idle.ms below the broker's (--set connections.max.idle.ms=N) so that it closes idle connections first.",
+			Measured: []Measurement{
+				{Version: "this tree", Setup: "--reader on-demand --set connections.max.idle.ms=-1", HoldsCloseWait: true, Result: "holds every connection the broker closed in CLOSE_WAIT (Recv-Q 1)", How: selfMeasured},
+			},
+		}},
 	},
 	{
 		ID: Librdkafka, Name: "librdkafka", Module: "librdkafka.so (kcat, confluent-kafka-python, node-rdkafka, ...)", Language: "C",

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,10 +22,36 @@ func TestCatalog(t *testing.T) {
 		if l.Name == "" || l.Language == "" || l.Recognized == "" || l.CloseWait == "" || l.Fix == "" {
 			t.Errorf("%s: name, language, recognized, close-wait meaning and fix are all required", l.ID)
 		}
-		for what, f := range map[string]Fact{"reads": l.Reads, "idle": l.Idle, "keepalive": l.Keepalive} {
-			if f.Says == "" || f.Source.Repo == "" || f.Source.Path == "" || f.Source.Commit == "" {
-				t.Errorf("%s: %s fact %+v: a fact says something and names its repo, path and commit", l.ID, what, f)
+		facts := map[string]Fact{"reads": l.Reads, "idle": l.Idle, "keepalive": l.Keepalive}
+		if l.Threads != nil {
+			facts["threads"] = l.Threads.Fact
+		}
+		for i, v := range l.Lifecycle {
+			if v.Topic == "" {
+				t.Errorf("%s: lifecycle fact %d has no topic", l.ID, i)
 			}
+			facts[fmt.Sprintf("lifecycle %d (%s %s)", i, v.Versions, v.Topic)] = v.Fact
+			// Each version it names is read at its own tag.
+			tags := []string{v.Source.Tag}
+			for j, a := range v.Also {
+				checkFact(t, fmt.Sprintf("%s: lifecycle %d also %d", l.ID, i, j), Fact{Says: v.Says, Source: a})
+				tags = append(tags, a.Tag)
+			}
+			for _, ver := range strings.Split(v.Versions, " and ") {
+				if ver != "" && !slices.ContainsFunc(tags, func(tag string) bool { return strings.HasPrefix(tag, ver) }) {
+					t.Errorf("%s: lifecycle %d holds for %s but was read at %q only", l.ID, i, ver, tags)
+				}
+			}
+		}
+		for _, v := range l.Variants {
+			facts["variant "+v.Setting+"="+v.Value+" reads"] = v.Reads
+			if v.Setting == "" || v.Value == "" || v.CloseWait == "" || v.Fix == "" {
+				t.Errorf("%s: variant %+v needs its setting, value, close-wait meaning and fix", l.ID, v)
+			}
+			checkMeasured(t, l.ID+" "+v.Setting+"="+v.Value, v.Measured, v.ReadsIdle)
+		}
+		for what, f := range facts {
+			checkFact(t, l.ID+": "+what, f)
 		}
 		if l.IdleSetting == "" && l.IdleDefault != 0 {
 			t.Errorf("%s: an idle default without a setting", l.ID)
@@ -42,21 +69,103 @@ func TestCatalog(t *testing.T) {
 				t.Errorf("%s: rule %q is not a kdiag lint rule ID", l.ID, r)
 			}
 		}
-		for _, m := range l.Measured {
-			if m.Version == "" || m.Result == "" {
-				t.Errorf("%s: measurement %+v needs a version and a result", l.ID, m)
-			}
-			if m.HoldsCloseWait != l.HoldsIdleCloseWait() {
-				t.Errorf("%s: measured %q holds=%v, but the catalog says it reads idle connections=%v", l.ID, m.Result, m.HoldsCloseWait, l.ReadsIdle)
-			}
-		}
+		checkMeasured(t, l.ID, l.Measured, l.ReadsIdle)
 	}
 	if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
 		t.Errorf("catalog IDs not sorted and unique: %v", ids)
 	}
-	for _, id := range []string{KafkaClients, Librdkafka, ConfluentKafkaGo, FranzGo, Sarama, KafkaGo, KafkaPython, AIOKafka, KafkaJS} {
+	for _, id := range []string{KafkaClients, Librdkafka, ConfluentKafkaGo, FranzGo, Sarama, KafkaGo, KafkaPython, AIOKafka, KafkaJS, KdiagProduce} {
 		if _, ok := Lookup(id); !ok {
 			t.Errorf("library %s is not in the catalog", id)
+		}
+	}
+}
+
+// checkMeasured holds measurements against what the catalog says of the
+// library: one that reads idle connections holds no CLOSE_WAIT unless the
+// setup blocked its network thread; one that does not, holds them.
+func checkMeasured(t *testing.T, what string, ms []Measurement, readsIdle bool) {
+	t.Helper()
+	for _, m := range ms {
+		if m.Version == "" || m.Result == "" {
+			t.Errorf("%s: measurement %+v needs a version and a result", what, m)
+		}
+		want := !readsIdle || m.Blocked
+		if m.HoldsCloseWait != want {
+			t.Errorf("%s: measured %q holds=%v (network thread blocked: %v), but the catalog says it reads idle connections=%v", what, m.Result, m.HoldsCloseWait, m.Blocked, readsIdle)
+		}
+	}
+}
+
+// checkFact requires a fact to say something and name where it can be
+// checked: repository, path and commit; a fact about kdiag's own code
+// (SelfRepo) names files of this tree, which must hold its symbols.
+func checkFact(t *testing.T, what string, f Fact) {
+	t.Helper()
+	s := f.Source
+	if f.Says == "" || s.Repo == "" || s.Path == "" {
+		t.Errorf("%s: fact %+v: a fact says something and names its repo and path", what, f)
+		return
+	}
+	if s.Repo != SelfRepo {
+		if s.Commit == "" {
+			t.Errorf("%s: fact %+v names no commit", what, f)
+		}
+		return
+	}
+	var src strings.Builder
+	for _, p := range strings.Split(s.Path, ", ") {
+		b, err := os.ReadFile(filepath.Join("..", p))
+		if err != nil {
+			t.Errorf("%s: source %s: %v", what, p, err)
+			continue
+		}
+		src.Write(b)
+	}
+	for _, sym := range strings.Split(s.Symbol, ", ") {
+		// "sender.connect (var d net.Dialer)": the symbol is the first word.
+		sym, _, _ = strings.Cut(sym, " ")
+		re := `\b` + regexp.QuoteMeta(sym) + `\b`
+		if recv, name, ok := strings.Cut(sym, "."); ok {
+			re = `func \(\w+ \*?` + regexp.QuoteMeta(recv) + `\) ` + regexp.QuoteMeta(name) + `\(`
+		}
+		if !regexp.MustCompile(re).MatchString(src.String()) {
+			t.Errorf("%s: %s is not in %s", what, sym, s.Path)
+		}
+	}
+}
+
+// TestJavaCatalogVersions: the Java client's entry has what was measured
+// of kafka-clients 2.1.1 and 3.9.0 (docs/clients.md's rows), its polling
+// thread holding no CLOSE_WAIT and its blocked thread holding them, and
+// the start-up facts of both, each read at its own tag.
+func TestJavaCatalogVersions(t *testing.T) {
+	java, _ := Lookup(KafkaClients)
+	for _, v := range []string{"2.1.1", "3.9.0"} {
+		var polling, blocked bool
+		for _, m := range java.Measured {
+			if m.Version != v || m.How == "" {
+				continue
+			}
+			polling = polling || (!m.Blocked && !m.HoldsCloseWait)
+			blocked = blocked || (m.Blocked && m.HoldsCloseWait)
+		}
+		if !polling || !blocked {
+			t.Errorf("kafka-clients %s: measured polling without CLOSE_WAIT %v, blocked with %v; want both", v, polling, blocked)
+		}
+		var startup bool
+		for _, f := range java.Lifecycle {
+			if f.Versions == v && f.Topic == "start-up" {
+				startup = strings.HasPrefix(f.Source.Tag, v)
+			}
+		}
+		if !startup {
+			t.Errorf("kafka-clients %s: no start-up fact read at its tag", v)
+		}
+	}
+	for _, bad := range []string{"connections.max.idle.ms (540000) below", "create one KafkaProducer"} {
+		if strings.Contains(java.Fix, bad) {
+			t.Errorf("the Java fix says %q, which does not help a blocked network thread: %s", bad, java.Fix)
 		}
 	}
 }

@@ -22,31 +22,49 @@ func Markdown(w io.Writer, libs []*Library) error {
 	p("<!-- Generated from the client catalog (clients/catalog.go) by `go generate ./clients/`. Do not edit. -->\n\n")
 	p("`kdiag doctor` names the client library of each Kafka client process and gives its diagnosis and fixes in that\n")
 	p("library's terms, from the facts below. Each fact names its source: the repository, the file and the symbol, at the\n")
-	p("commit it was read at.\n\n")
+	p("commit it was read at (kdiag/kdiag is this repository, as it is).\n\n")
 	p("| library | language | reads idle connections (sees the broker's FIN) | idle reaper, default | keepalive |\n")
 	p("| --- | --- | --- | --- | --- |\n")
-	for _, l := range libs {
-		reads := "no: CLOSE_WAIT stays"
-		if l.ReadsIdle {
-			reads = "yes: closes on the FIN"
+	readsWords := func(reads bool) string {
+		if reads {
+			return "yes: closes on the FIN"
 		}
+		return "no: CLOSE_WAIT stays"
+	}
+	for _, l := range libs {
 		idle := "none"
 		if l.IdleSetting != "" {
 			idle = "`" + l.IdleSetting + "`, " + l.IdleDefaultString()
 		}
-		p("| [%s](#%s) | %s | %s | %s | %s |\n", l.Name, l.ID, l.Language, reads, cell(idle), cell(l.Keepalive.Says))
+		p("| [%s](#%s) | %s | %s | %s | %s |\n", l.Name, l.ID, l.Language, readsWords(l.ReadsIdle), cell(idle), cell(l.Keepalive.Says))
+		for _, v := range l.Variants {
+			p("| [%s](#%s), `%s=%s` | %s | %s | %s | %s |\n", l.Name, l.ID, v.Setting, v.Value, l.Language, readsWords(v.ReadsIdle), cell(idle), cell(l.Keepalive.Says))
+		}
 	}
 	p("\n## Measured against `kdiag broker --idle 3s`\n\n")
-	p("What each client leaves after the broker closes its idle connections. `go test ./clients/ -run TestLive` runs each\n")
-	p("client (installed by .ci/run) against kdiag broker on 127.0.0.1 and checks it, and what kdiag doctor says of it.\n\n")
-	p("| library | version | setup | CLOSE_WAIT after the broker's idle close |\n| --- | --- | --- | --- |\n")
+	p("What each client leaves after the broker closes its idle connections. A row measured by \"TestLive\" is checked at\n")
+	p("every run of `go test ./clients/ -run TestLive`, which runs the client (installed by .ci/run) against kdiag broker\n")
+	p("on 127.0.0.1 and checks it, and what kdiag doctor says of it; the other rows say how they were measured.\n\n")
+	p("| library | version | setup | CLOSE_WAIT after the broker's idle close | measured by |\n| --- | --- | --- | --- | --- |\n")
+	row := func(l *Library, m Measurement) {
+		setup := m.Setup
+		if setup == "" {
+			setup = "defaults"
+		}
+		how := m.How
+		if how == "" {
+			how = "TestLive (clients/live_test.go)"
+		}
+		p("| %s | %s | %s | %s | %s |\n", l.Name, m.Version, cell(setup), cell(m.Result), cell(how))
+	}
 	for _, l := range libs {
 		for _, m := range l.Measured {
-			setup := m.Setup
-			if setup == "" {
-				setup = "defaults"
+			row(l, m)
+		}
+		for _, v := range l.Variants {
+			for _, m := range v.Measured {
+				row(l, m)
 			}
-			p("| %s | %s | %s | %s |\n", l.Name, m.Version, cell(setup), cell(m.Result))
 		}
 	}
 	for _, l := range libs {
@@ -64,9 +82,33 @@ func Markdown(w io.Writer, libs []*Library) error {
 		}
 		p("- CLOSE_WAIT means: %s\n", l.CloseWait)
 		p("- Fix: %s\n", l.Fix)
+		for _, v := range l.Variants {
+			p("- With `%s=%s`: reads idle connections: %v. %s. Source: %s.\n", v.Setting, v.Value, v.ReadsIdle, v.Reads.Says, v.Reads.Source)
+			p("  - CLOSE_WAIT means: %s\n", v.CloseWait)
+			p("  - Fix: %s\n", v.Fix)
+		}
+		for _, f := range l.Lifecycle {
+			at := ""
+			if f.Versions != "" {
+				at = " (" + f.Versions + ")"
+			}
+			p("- %s%s: %s. Source: %s", upperFirst(f.Topic), at, f.Says, f.Source)
+			for _, a := range f.Also {
+				p("; %s", a)
+			}
+			p(".\n")
+		}
 		if len(l.Rules) > 0 {
 			p("- kdiag lint rules: %s.\n", strings.Join(l.Rules, ", "))
 		}
 	}
 	return b.Flush()
+}
+
+// upperFirst capitalizes the first letter of a lifecycle topic.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

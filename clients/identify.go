@@ -30,20 +30,34 @@ type Client struct {
 	Binding string `json:"binding,omitempty"`
 	// Evidence says what was read and what it showed, one statement each.
 	Evidence []string `json:"evidence"`
+	// Kdiag is set when the process is kdiag itself: the command it runs
+	// and, for `kdiag produce` (Library KdiagProduce), the settings it
+	// runs with. A kdiag broker or tool has Library "" and NotAClient.
+	Kdiag *Kdiag `json:"kdiag,omitempty"`
 }
 
 // Identified reports whether a library was found.
 func (c Client) Identified() bool { return c.Library != "" }
 
 // Catalog returns the library's catalog entry, nil when not identified.
+// For kdiag's reference producer it is the entry of the reader it runs
+// with (Library.WithVariant).
 func (c Client) Catalog() *Library {
 	l, _ := Lookup(c.Library)
+	if l != nil && c.Kdiag != nil && c.Kdiag.Producer != nil {
+		return l.WithVariant(c.Kdiag.Producer.Reader)
+	}
 	return l
 }
 
-// String writes "franz-go v1.22.3", "librdkafka 2.0.2 (kcat)", or "client
-// not identified".
+// String writes "franz-go v1.22.3", "librdkafka 2.0.2 (kcat)", "kdiag
+// produce (reference producer, reader on-demand,
+// connections.max.idle.ms=-1)", "kdiag broker (kdiag's Kafka broker, not a
+// client)", or "client not identified".
 func (c Client) String() string {
+	if c.Kdiag != nil {
+		return c.kdiagString()
+	}
 	if !c.Identified() {
 		return "client not identified"
 	}
@@ -219,6 +233,9 @@ func (p *proc) goClient() (Client, bool, string) {
 	bi, err := buildinfo.ReadFile(exe)
 	if err != nil {
 		return Client{}, false, "" // not a Go binary (or unreadable): nothing to say
+	}
+	if c, ok := p.kdiagClient(bi); ok {
+		return c, true, ""
 	}
 	deps := make(map[string]string, len(bi.Deps))
 	for _, d := range bi.Deps {

@@ -79,6 +79,31 @@ func TestReferenceProducerSettings(t *testing.T) {
 	}
 }
 
+// TestReferenceProducerCatalog holds the catalog's kdiag-produce entry to
+// package producer: its idle default, its default reader (the entry's own
+// values) and its variant (kdiag.reader=on-demand).
+func TestReferenceProducerCatalog(t *testing.T) {
+	lib, _ := Lookup(KdiagProduce)
+	def := producer.DefaultConfig()
+	if lib.IdleDefault != def.ConnectionsMaxIdle || lib.IdleSetting != "connections.max.idle.ms" {
+		t.Errorf("catalog idle %s %s, package producer's default %s", lib.IdleSetting, lib.IdleDefault, def.ConnectionsMaxIdle)
+	}
+	if def.Reader != producer.ReaderPoll || !lib.ReadsIdle {
+		t.Errorf("the default reader is %s; the catalog's default reads idle connections: %v", def.Reader, lib.ReadsIdle)
+	}
+	od := lib.WithVariant(producer.ReaderOnDemand.String())
+	if od == lib || od.ReadsIdle || od.Fix == lib.Fix || od.Name != lib.Name || len(od.Variants) != 0 {
+		t.Errorf("WithVariant(%q) = %+v, want the on-demand reader's entry", producer.ReaderOnDemand, od)
+	}
+	if lib.WithVariant(producer.ReaderPoll.String()) != lib {
+		t.Error("WithVariant(poll) is not the default entry")
+	}
+	c := Client{Library: KdiagProduce, Kdiag: &Kdiag{Command: "produce", Role: RoleProducer, Producer: &ReferenceProducer{Reader: "on-demand"}}}
+	if c.Catalog().ReadsIdle || c.NotAClient() || !c.IsKdiag() {
+		t.Errorf("an on-demand kdiag produce: catalog %+v, not a client %v", c.Catalog(), c.NotAClient())
+	}
+}
+
 func TestKdiagCommandLine(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

@@ -147,7 +147,9 @@ type Variant struct {
 	ReadsIdle      bool
 	Reads          Fact
 	CloseWait, Fix string
-	Measured       []Measurement
+	// Ends is Library.Ends for this variant.
+	Ends     string
+	Measured []Measurement
 }
 
 // Library is what kdiag knows of one Kafka client library.
@@ -201,13 +203,13 @@ type Library struct {
 }
 
 // WithVariant returns the library as it runs with setting=value (one of
-// Variants): a copy with that variant's reading, meaning, fix and
+// Variants): a copy with that variant's reading, meaning, fix, end and
 // measurements. A value that is no variant's (the default's) gives l.
 func (l *Library) WithVariant(value string) *Library {
 	for _, v := range l.Variants {
 		if v.Value == value {
 			c := *l
-			c.ReadsIdle, c.Reads, c.CloseWait, c.Fix, c.Measured = v.ReadsIdle, v.Reads, v.CloseWait, v.Fix, v.Measured
+			c.ReadsIdle, c.Reads, c.CloseWait, c.Fix, c.Ends, c.Measured = v.ReadsIdle, v.Reads, v.CloseWait, v.Fix, v.Ends, v.Measured
 			c.Variants = nil
 			return &c
 		}
@@ -392,6 +394,7 @@ var catalog = []*Library{
 				Source: Source{Repo: SelfRepo, Path: "producer/requests.go, producer/config.go", Symbol: "sender.reader, sender.request, ReaderOnDemand"}},
 			CloseWait: "kdiag's reference producer runs --reader on-demand, which stands for Sarama, franz-go and kafka-go: it reads a connection only while a response is pending, so every connection the broker closes while idle stays in CLOSE_WAIT (Recv-Q 1: the FIN unread) until the next request on it.",
 			Fix:       "kdiag's reference producer runs --reader on-demand, which stands for Sarama/franz-go/kafka-go and holds CLOSE_WAIT by design; use --reader poll, or set connections.max.idle.ms below the broker's (--set connections.max.idle.ms=N) so that it closes idle connections first.",
+			Ends:      "its next request on the connection (the next send, every --interval, or a metadata refresh, every metadata.max.age.ms), which meets the closed peer, closes the socket and reconnects; or its idle expiry, connections.max.idle.ms after the last use, unless that is negative",
 			Measured: []Measurement{
 				{Version: "this tree", Setup: "--reader on-demand --set connections.max.idle.ms=-1", HoldsCloseWait: true, Result: "holds every connection the broker closed in CLOSE_WAIT (Recv-Q 1)", How: selfMeasured},
 			},

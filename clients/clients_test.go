@@ -45,8 +45,8 @@ func TestCatalog(t *testing.T) {
 		}
 		for _, v := range l.Variants {
 			facts["variant "+v.Setting+"="+v.Value+" reads"] = v.Reads
-			if v.Setting == "" || v.Value == "" || v.CloseWait == "" || v.Fix == "" {
-				t.Errorf("%s: variant %+v needs its setting, value, close-wait meaning and fix", l.ID, v)
+			if v.Setting == "" || v.Value == "" || v.CloseWait == "" || v.Fix == "" || (!v.ReadsIdle && v.Ends == "") {
+				t.Errorf("%s: variant %+v needs its setting, value, close-wait meaning and fix, and what ends the CLOSE_WAIT it holds", l.ID, v)
 			}
 			checkMeasured(t, l.ID+" "+v.Setting+"="+v.Value, v.Measured, v.ReadsIdle)
 		}

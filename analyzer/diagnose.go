@@ -489,20 +489,10 @@ func blockedThreadCause(p *ProcessSeries, ev Evidence) (Cause, bool) {
 		Title: fmt.Sprintf("%d of %d network threads is blocked (%s) and not polling", len(blocked), len(ev.Threads.Network), lib.Threads.Full),
 		Fix:   lib.Fix, Rules: lib.Rules}
 	for _, t := range blocked {
-		c.Evidence = append(c.Evidence, fmt.Sprintf("Thread %d %q: in %s, wchan %s, in all %d samples; a polling thread waits in epoll_wait.",
-			t.TID, t.Name, syscallWords(t), orDash(t.Wchan), t.Seen))
+		c.Evidence = append(c.Evidence, fmt.Sprintf("Thread %d %q: %s, wchan %s; a polling thread waits in epoll_wait or poll.",
+			t.TID, t.Name, t.Words(), orDash(t.Wchan)))
 	}
 	return withText(c), true
-}
-
-func syscallWords(t clients.NetworkThread) string {
-	switch {
-	case t.Syscall < 0:
-		return "no system call"
-	case t.SyscallName != "":
-		return fmt.Sprintf("%s (%d)", t.SyscallName, t.Syscall)
-	}
-	return fmt.Sprintf("system call %d", t.Syscall)
 }
 
 func orDash(s string) string {

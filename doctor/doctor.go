@@ -359,6 +359,11 @@ func (o *Options) selectPIDs(rep *Report, last *netstat.Snapshot, series map[int
 	for _, p := range last.Processes {
 		ps := series[p.PID]
 		leaks := ps != nil && ps.Last.Leaked() > 0
+		// kdiag's own broker and tools are not Kafka clients, only when
+		// named.
+		if ps != nil && ps.Client.NotAClient() && !named {
+			continue
+		}
 		if named || p.Kafka != "" || toBrokers[p.PID] || leaks && ps.Client.Identified() {
 			pids = append(pids, p.PID)
 		}
@@ -444,7 +449,7 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 		}
 		p.Findings = append(p.Findings, df)
 	}
-	if !c.Identified() {
+	if !c.Identified() && !c.NotAClient() {
 		p.Findings = append(p.Findings, Finding{ID: KindNotIdentified, Severity: analyzer.Info,
 			Title:       "Kafka client not identified: the diagnosis is the general one, not the library's",
 			Evidence:    c.Evidence,

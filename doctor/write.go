@@ -210,7 +210,7 @@ func writeThreads(e *ew, p Process, wide bool) {
 	default:
 		e.f("  network threads:\n")
 		for _, t := range p.NetworkThreads {
-			e.f("    %d %-16s %-8s %s, wchan %s\n", t.TID, t.Name, t.State, syscallText(t.Syscall, t.SyscallName), dash(t.Wchan))
+			e.f("    %d %-16s %s, wchan %s\n", t.TID, t.Name, t.Words(), dash(t.Wchan))
 		}
 	}
 }
@@ -310,16 +310,6 @@ func truncate(s string, n int, all bool) string {
 	return s[:n] + "…"
 }
 
-func syscallText(nr int, name string) string {
-	switch {
-	case nr < 0:
-		return "not in a system call"
-	case name != "":
-		return fmt.Sprintf("in %s (%d)", name, nr)
-	}
-	return fmt.Sprintf("in system call %d", nr)
-}
-
 func dash(s string) string {
 	if s == "" {
 		return "-"
@@ -382,7 +372,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			e.f("- Fds: %s\n", mdEscape(fdWords(p.FDs)))
 		}
 		for _, t := range p.NetworkThreads {
-			e.f("- Network thread %d `%s`: **%s**, %s, wchan `%s`\n", t.TID, t.Name, t.State, syscallText(t.Syscall, t.SyscallName), dash(t.Wchan))
+			e.f("- Network thread %d `%s`: **%s**, wchan `%s`\n", t.TID, t.Name, t.Words(), dash(t.Wchan))
 		}
 		for _, c := range p.ConfigFiles {
 			e.f("- Config `%s` (%s)", c.Path, mdEscape(c.How))

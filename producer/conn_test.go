@@ -298,15 +298,16 @@ func TestUnknownTopic(t *testing.T) {
 }
 
 // TestUnknownTopicTimesOut: a topic that never appears fails the record
-// after delivery.timeout.ms.
+// after max.block.ms, in Java's words (KafkaProducer.waitOnMetadata, 2.1.1
+// and 3.9.0), not after delivery.timeout.ms, which is for batches.
 func TestUnknownTopicTimesOut(t *testing.T) {
 	c := newCluster(t, 1)
 	p, _ := newProducer(t, c, map[string]string{"allow.auto.create.topics": "false",
-		"delivery.timeout.ms": "600", "request.timeout.ms": "500", "retry.backoff.ms": "50"})
+		"max.block.ms": "400", "delivery.timeout.ms": "60000", "request.timeout.ms": "500", "retry.backoff.ms": "50"})
 	_, err := produceSync(t, p, Record{Topic: "never", Value: []byte("v")})
 	var te *TimeoutError
-	if !errors.As(err, &te) || !strings.Contains(err.Error(), "Topic never not present in metadata after 600 ms.") {
-		t.Fatalf("err = %v, want the metadata timeout", err)
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "Topic never not present in metadata after 400 ms.") {
+		t.Fatalf("err = %v, want the metadata timeout after max.block.ms", err)
 	}
 	// How many metadata requests fit in the 600 ms depends on the machine's
 	// load, so only the first is certain; that the producer asks again for

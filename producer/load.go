@@ -32,6 +32,11 @@ func LoadConfigWith(path string, overrides map[string]string) (Config, error) {
 			return Config{}, err
 		}
 		defer f.Close()
+		// os.Open opens a directory without complaint; reading it then
+		// fails with "read DIR: is a directory", which names no fix.
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return Config{}, fmt.Errorf("%s is a directory: give the producer's .properties file", path)
+		}
 		file, err := readProperties(path, f)
 		if err != nil {
 			return Config{}, err

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kdiag/kdiag/internal/cmdutil"
@@ -84,11 +85,11 @@ the connection leak of an application that does so.
 Connection events are logged to stderr at --log-level debug in the words of the Java
 client's NetworkClient. On Ctrl-C, SIGTERM, the last message or --duration, the
 producer is closed (leaked ones are not): it flushes what is buffered, for up to
-delivery.timeout.ms after the last message, for up to 3s after a signal or --duration
-(a second signal stops at once). With --stats-json, one JSON object of
-counters (connections opened, closed by the client and why, peer closes, records) is
-printed to stdout. Exit status 0, 2 for bad flags or configuration, 1 if the producer
-cannot start.`,
+delivery.timeout.ms after the last message, for up to 3s after a signal or the end of
+--duration, whichever comes first (a second signal stops at once). With --stats-json, one
+JSON object of counters (connections opened, closed by the client and why, closed by
+the broker first, records) is printed to stdout. Exit status 0; 1 if the producer cannot
+start, or if messages were sent and none was delivered; 2 for bad flags or configuration.`,
 		Example: `  # against kdiag broker's default cluster, 10 messages, Java-style logs
   kdiag produce --bootstrap-server 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094 \
     --messages 10 --log-level debug
@@ -279,6 +280,13 @@ loop:
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
+	// A signal or the end of --duration during that flush cuts it to
+	// stopFlush too: --duration bounds the whole run, the flush included.
+	stopCut := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(stopFlush, cancel)
+		context.AfterFunc(closeCtx, func() { t.Stop() })
+	})
+	defer stopCut()
 	stopNow, stopSig := cmdutil.InterruptContext(closeCtx)
 	defer stopSig()
 	if opts.ProducerPerMessage {
@@ -301,6 +309,12 @@ loop:
 		if err := enc.Encode(sum); err != nil {
 			return err
 		}
+	}
+	// Messages were tried and none reached the broker: that is a failure
+	// a script must see, whatever ended the run.
+	if tried := sum.RecordsAcked + sum.RecordsFailed + int64(notSent); tried > 0 && sum.RecordsAcked == 0 {
+		return &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("produce: no message delivered (%d failed, %d not sent) to %s",
+			sum.RecordsFailed, notSent, strings.Join(cfg.BootstrapServers, ","))}
 	}
 	return nil
 }

@@ -47,7 +47,11 @@ type ProduceOptions struct {
 	ProducerPerMessage bool
 	Duration           time.Duration
 	LogLevel           string
-	StatsJSON          bool
+	// LogFormat is text (slog's key=value lines) or json (one object a
+	// line; kdiag repro reads its child's log so and logs each line as its
+	// own).
+	LogFormat string
+	StatsJSON bool
 }
 
 // NewCmdProduce returns `kdiag produce`. runF, when non-nil, replaces the
@@ -119,6 +123,9 @@ start, or if messages were sent and none was delivered; 2 for bad flags or confi
 			if _, err := cmdutil.ParseLogLevel(opts.LogLevel); err != nil {
 				return cmdutil.UsageErrorf("--log-level: %v", err)
 			}
+			if opts.LogFormat != "text" && opts.LogFormat != "json" {
+				return cmdutil.UsageErrorf("--log-format: %q: want text or json", opts.LogFormat)
+			}
 			if _, err := producer.ParseOverrides(opts.Set); err != nil {
 				return cmdutil.UsageErrorf("--set: %v", err)
 			}
@@ -150,6 +157,7 @@ start, or if messages were sent and none was delivered; 2 for bad flags or confi
 	fl.BoolVar(&opts.ProducerPerMessage, "producer-per-message", false, "new producer for each message, never closed (the leak)")
 	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long; 0: no limit")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "stderr log level: debug|info|warn")
+	fl.StringVar(&opts.LogFormat, "log-format", "text", "stderr log format: text|json (one JSON object a line)")
 	fl.BoolVar(&opts.StatsJSON, "stats-json", false, "on exit print the counters as one JSON object to stdout")
 	return cmd
 }
@@ -211,7 +219,13 @@ func runProduce(opts *ProduceOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
 		defer cancel()
 	}
-	log := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	hopts := &slog.HandlerOptions{Level: level}
+	var log *slog.Logger
+	if opts.LogFormat == "json" {
+		log = slog.New(slog.NewJSONHandler(opts.IO.ErrOut, hopts))
+	} else {
+		log = slog.New(slog.NewTextHandler(opts.IO.ErrOut, hopts))
+	}
 
 	var producers []*producer.Producer
 	newProducer := func() (*producer.Producer, error) {

@@ -30,22 +30,23 @@ func TestFlags(t *testing.T) {
 	}{
 		{
 			name: "defaults",
-			want: ProduceOptions{Topic: "kdiag-repro", Interval: time.Second, LogLevel: "info"},
+			want: ProduceOptions{Topic: "kdiag-repro", Interval: time.Second, LogLevel: "info", LogFormat: "text"},
 		},
 		{
 			name: "all",
 			args: []string{"--config", "p.properties", "--bootstrap-server", "127.0.0.1:9092,127.0.0.1:9093",
 				"--set", "linger.ms=0", "--set", "acks=1", "--topic", "x", "--messages", "3", "--interval", "250ms",
 				"--reader", "on-demand", "--callback-delay", "2s", "--block-callbacks", "--producer-per-message", "--duration", "1m",
-				"--log-level", "debug", "--stats-json"},
+				"--log-level", "debug", "--log-format", "json", "--stats-json"},
 			want: ProduceOptions{ConfigFile: "p.properties", Bootstrap: "127.0.0.1:9092,127.0.0.1:9093",
 				Set: []string{"linger.ms=0", "acks=1"}, Topic: "x", Messages: 3, Interval: 250 * time.Millisecond,
 				Reader: "on-demand", CallbackDelay: 2 * time.Second, CallbackDelaySet: true, BlockCallbacks: true, ProducerPerMessage: true,
-				Duration: time.Minute, LogLevel: "debug", StatsJSON: true},
+				Duration: time.Minute, LogLevel: "debug", LogFormat: "json", StatsJSON: true},
 		},
 		{name: "bad reader", args: []string{"--reader", "select"}, wantErr: `--reader: "select" is not a reader mode (want poll or on-demand)`},
 		{name: "bad set", args: []string{"--set", "linger.ms"}, wantErr: `--set: "linger.ms" is not key=value`},
 		{name: "bad level", args: []string{"--log-level", "trace"}, wantErr: `--log-level: "trace": want debug, info or warn`},
+		{name: "bad format", args: []string{"--log-format", "logfmt"}, wantErr: `--log-format: "logfmt": want text or json`},
 		{name: "negative", args: []string{"--messages", "-1"}, wantErr: "must not be negative"},
 		{name: "args", args: []string{"extra"}, wantErr: "unknown command"},
 	}

@@ -27,6 +27,10 @@ type batch struct {
 	attempts int
 	retryAt  time.Time
 	inflight bool
+	// seq is the batch's first sequence number, set when it is first sent
+	// by an idempotent producer (seqSet).
+	seq    int32
+	seqSet bool
 }
 
 // route puts a record into its partition's batch, or parks it until the
@@ -74,7 +78,7 @@ func (s *sender) route(pr *pending, now time.Time) {
 			return
 		}
 	}
-	s.batches[tp] = append(q, &batch{tp: tp, recs: []*pending{pr}, bytes: pr.size, created: now})
+	s.batches[tp] = append(q, &batch{tp: tp, recs: []*pending{pr}, bytes: pr.size, created: now, seq: -1})
 }
 
 // expire fails a record that has waited for its topic's metadata longer

@@ -85,4 +85,4 @@ var keyList = []string{"bootstrap.servers", "client.id", "acks", "linger.ms", "b
 	"retry.backoff.ms", "retry.backoff.max.ms", "max.in.flight.requests.per.connection",
 	"metadata.max.age.ms", "connections.max.idle.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
 	"socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms", "compression.type", "enable.idempotence",
-	"allow.auto.create.topics", "security.protocol", KeyReader, KeyCallbackDelay}
+	"allow.auto.create.topics", "security.protocol", KeyReader, KeyModel, KeyCallbackDelay}

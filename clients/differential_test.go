@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,11 +48,11 @@ type recorder struct {
 	mu       sync.Mutex
 	order    []string
 	conns    map[string]*connRecord
-	lastReq  time.Time
+	lastReq  time.Time // the last request's, or the recorder's start
 	idleShut []string
 }
 
-func newRecorder() *recorder { return &recorder{conns: map[string]*connRecord{}} }
+func newRecorder() *recorder { return &recorder{conns: map[string]*connRecord{}, lastReq: time.Now()} }
 
 func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
 func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
@@ -111,6 +112,11 @@ func (r *recorder) sequence(t *testing.T, nodes []int32) []connRecord {
 		if i < len(nodes) {
 			c.Node = nodes[i]
 		}
+		// Which requests a connection carried, not in which order: when
+		// 3.9.0's telemetry request goes out beside a PRODUCE depends on
+		// its timers.
+		c.Requests = append([]string(nil), c.Requests...)
+		slices.Sort(c.Requests)
 		out = append(out, c)
 	}
 	return out
@@ -119,13 +125,20 @@ func (r *recorder) sequence(t *testing.T, nodes []int32) []connRecord {
 // quiet waits until the broker has had no request for settle (at most
 // 60 s): what the client does by itself after a step (3.9.0's start-up
 // requests, the reconnect after a close) is over before the next step.
-func (r *recorder) quiet(t *testing.T, settle time.Duration) {
+func (r *recorder) quiet(t *testing.T, settle time.Duration) { r.quietSince(t, settle, time.Time{}) }
+
+// quietSince is quiet counting from from at the earliest: at a client's
+// start, the settle runs from when it was created.
+func (r *recorder) quietSince(t *testing.T, settle time.Duration, from time.Time) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		r.mu.Lock()
 		last := r.lastReq
 		r.mu.Unlock()
+		if from.After(last) {
+			last = from
+		}
 		if time.Since(last) >= settle {
 			return
 		}
@@ -157,11 +170,17 @@ type diffClient interface {
 	pid() int               // the process holding its sockets
 	log() string            // its NetworkClient-style log
 	owns(local string) bool // whether a local address is one of its sockets
+	// started waits for what the client does by itself at creation (3.9.0:
+	// its producer ID), so that the first send never races it.
+	started()
 }
 
 // diffResult is what a scenario saw.
 type diffResult struct {
-	Conns []connRecord
+	// AtCreation is how many connections the client made before its
+	// first send.
+	AtCreation int
+	Conns      []connRecord
 	// CloseWait: whether the sockets the broker closed were seen in
 	// CLOSE_WAIT, and whether that ended (each was closed).
 	CloseWaitSeen, CloseWaitEnded bool
@@ -172,11 +191,12 @@ const settle = 1500 * time.Millisecond
 // scenarioPolling: start, send, the broker closes every idle connection,
 // the client reconnects, close.
 func scenarioPolling(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClient) diffResult {
-	rec.quiet(t, settle)
+	cl.started()
+	rec.quietSince(t, settle, time.Now())
+	res := diffResult{AtCreation: c.Stats().Accepted}
 	cl.send()
 	rec.quiet(t, settle)
 	closed := closeAllIdle(t, c, rec)
-	res := diffResult{}
 	res.CloseWaitSeen, res.CloseWaitEnded = watchCloseWait(t, c, cl, closed, nil)
 	rec.quiet(t, settle)
 	cl.close()
@@ -189,12 +209,13 @@ func scenarioPolling(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClie
 // broker closes every idle connection, the test releases the callback,
 // close.
 func scenarioBlocked(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClient) diffResult {
-	rec.quiet(t, settle)
+	cl.started()
+	rec.quietSince(t, settle, time.Now())
+	res := diffResult{AtCreation: c.Stats().Accepted}
 	cl.send()
 	rec.quiet(t, settle)
 	cl.sendBlock()
 	closed := closeAllIdle(t, c, rec)
-	res := diffResult{}
 	res.CloseWaitSeen, res.CloseWaitEnded = watchCloseWait(t, c, cl, closed, cl.release)
 	rec.quiet(t, settle)
 	cl.close()
@@ -219,9 +240,12 @@ func closeAllIdle(t *testing.T, c *broker.Cluster, rec *recorder) []string {
 	return append([]string(nil), rec.idleShut[from:]...)
 }
 
-// watchCloseWait waits until the sockets the broker closed are either all
-// in CLOSE_WAIT (then, if release is set, releases the client and waits
-// for them to go) or all gone, and says which happened.
+// watchCloseWait follows the sockets the broker closed. Without release
+// (the network thread polls), seen is whether any was still in CLOSE_WAIT
+// when 30 s had passed, and ended whether the client closed them all by
+// itself. With release (a callback blocks the thread), seen is whether
+// they all reached CLOSE_WAIT, and ended whether, once released, the
+// client closed them all.
 func watchCloseWait(t *testing.T, c *broker.Cluster, cl diffClient, closed []string, release func()) (seen, ended bool) {
 	t.Helper()
 	state := func() (cw, gone int) {
@@ -236,31 +260,24 @@ func watchCloseWait(t *testing.T, c *broker.Cluster, cl diffClient, closed []str
 		}
 		return cw, gone
 	}
-	for _, l := range closed {
-		if !cl.owns(l) {
-			t.Fatalf("the broker closed %s, not one of the client's connections", l)
+	until := func(cond func(cw, gone int) bool) bool {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if cond(state()) {
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
+		return false
 	}
-	waitFor(t, 30*time.Second, "the broker-closed sockets all in CLOSE_WAIT or all closed", func() bool {
-		cw, gone := state()
-		return cw == len(closed) || gone == len(closed)
-	})
-	cw, _ := state()
-	seen = cw > 0
-	if seen && release != nil {
-		release()
+	allGone := func(_, gone int) bool { return gone == len(closed) }
+	if release == nil {
+		ended = until(allGone)
+		return !ended, ended
 	}
-	if seen && release == nil {
-		// Nothing will end it: check that it lasts, then say it did not end.
-		time.Sleep(time.Second)
-		cw, _ = state()
-		return true, cw == 0
-	}
-	waitFor(t, 30*time.Second, "the broker-closed sockets closed by the client", func() bool {
-		_, gone := state()
-		return gone == len(closed)
-	})
-	return seen, true
+	seen = until(func(cw, _ int) bool { return cw == len(closed) })
+	release()
+	return seen, until(allGone)
 }
 
 // javaClient adapts the driver.
@@ -283,6 +300,7 @@ func (c *javaClient) release() {
 	c.j.waitLine(fmt.Sprintf("acked %d", c.sent))
 	c.sent++
 }
+func (c *javaClient) started()    { waitStarted(c.j.t, c.log) }
 func (c *javaClient) close()      { c.j.do("close"); c.j.waitLine("closed") }
 func (c *javaClient) pid() int    { return c.j.pid }
 func (c *javaClient) log() string { return c.j.stderr() }
@@ -336,6 +354,7 @@ func (c *modelClient) sendBlock() {
 		c.t.Fatal("model: the callback did not run within 60s")
 	}
 }
+func (c *modelClient) started() { waitStarted(c.t, c.log) }
 func (c *modelClient) release() { close(c.gate); c.wait() }
 func (c *modelClient) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -414,7 +433,7 @@ func describe(r diffResult) string {
 	for _, c := range r.Conns {
 		fmt.Fprintf(&b, "  %s\n", c)
 	}
-	fmt.Fprintf(&b, "  CLOSE_WAIT seen %v, ended %v", r.CloseWaitSeen, r.CloseWaitEnded)
+	fmt.Fprintf(&b, "  %d connections at creation; CLOSE_WAIT seen %v, ended %v", r.AtCreation, r.CloseWaitSeen, r.CloseWaitEnded)
 	return b.String()
 }
 
@@ -435,4 +454,16 @@ func startModel(t *testing.T, model, bootstrap string) *modelClient {
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	return &modelClient{t: t, p: p, logs: logs, gate: make(chan struct{}), acked: make(chan error, 4)}
+}
+
+// waitStarted waits, for at most 60 s, until a 3.9.0 client (real or
+// model) has its producer ID: the last of what it does at creation. A 2.1.1
+// one does nothing at creation; the settle that follows gives one that
+// would time to show it.
+func waitStarted(t *testing.T, log func() string) {
+	t.Helper()
+	if !strings.Contains(log(), "3.9.0") {
+		return
+	}
+	waitFor(t, 60*time.Second, "the producer ID (3.9.0's start)", func() bool { return strings.Contains(log(), "ProducerId set to") })
 }

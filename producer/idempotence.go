@@ -60,30 +60,39 @@ func (s *sender) maybeInitProducerID(now time.Time, soon func(time.Time)) {
 }
 
 // maybeTelemetry sends GET_TELEMETRY_SUBSCRIPTIONS (key 71, KIP-714) once,
-// as kafka-clients 3.9.0's ClientTelemetryReporter does with
-// enable.metrics.push=true (its default): observed on kdiag's broker, it
-// goes to the first connection to a broker (not a bootstrap server) that
-// is ready after the first metadata. The subscription's pushes (PUSH_-
-// TELEMETRY, every push interval) are not modelled.
-func (s *sender) maybeTelemetry(now time.Time) {
+// as kafka-clients 3.9.0's NetworkClient.TelemetrySender does with
+// enable.metrics.push=true (its default): to the least loaded node, and
+// if it cannot take it, connecting to that node ("for sending telemetry
+// request") unless a connection is being set up. Observed on kdiag's
+// broker, it is due once the first metadata has come, so its node is a
+// broker, connected for it at creation when no other is. The
+// subscription's pushes (PUSH_TELEMETRY, every push interval) are not
+// modelled.
+func (s *sender) maybeTelemetry(now time.Time, soon func(time.Time)) {
 	if s.telemetryOut || !s.haveMeta || s.stopping || !s.usesKey(keyGetTelemetry) {
 		return
 	}
-	for _, c := range s.sortedConns() {
-		if c.node.ID < 0 || !s.canSend(c.node.ID) {
-			continue
-		}
-		v, ok := s.version(c, keyGetTelemetry, 0)
-		if !ok {
-			s.telemetryOut = true
-			return
-		}
-		req := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
-		req.Version = v
-		s.telemetryOut = true
-		s.request(c, req, now, func(kmsg.Response, error) {})
+	n := s.leastLoaded(now)
+	if n == nil {
 		return
 	}
+	if !s.canSend(n.ID) {
+		if s.conns[n.ID] == nil && !s.anyConnecting() && s.canConnect(n.ID, now) {
+			s.p.log.Debug(fmt.Sprintf("Initialize connection to node %s for sending telemetry request", *n))
+			s.connect(*n, now)
+		}
+		soon(now.Add(s.cfg().ReconnectBackoff))
+		return
+	}
+	c := s.conns[n.ID]
+	v, ok := s.version(c, keyGetTelemetry, 0)
+	s.telemetryOut = true
+	if !ok {
+		return
+	}
+	req := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
+	req.Version = v
+	s.request(c, req, now, func(kmsg.Response, error) {})
 }
 
 // usesKey says whether the model's client sends requests of key at all.

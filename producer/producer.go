@@ -194,7 +194,7 @@ func New(cfg Config, opts ...Option) (*Producer, error) {
 		cancel()
 		return nil, err
 	}
-	log.Info("Kafka version: "+cfg.Model.Version()+" (kdiag's model "+cfg.Model.String()+")")
+	log.Info("Kafka version: " + cfg.Model.Version() + " (kdiag's model " + cfg.Model.String() + ")")
 	log.Debug(fmt.Sprintf("Starting Kafka producer I/O thread (reader %s, connections.max.idle.ms %d)",
 		cfg.Reader, cfg.ConnectionsMaxIdle.Milliseconds()), "client_id", cfg.ClientID)
 	go s.run()

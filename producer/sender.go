@@ -148,7 +148,7 @@ func (s *sender) step(now time.Time) time.Time {
 	s.checkConnections(now, soon)
 	s.maybeUpdateMetadata(now, soon)
 	s.maybeInitProducerID(now, soon)
-	s.maybeTelemetry(now)
+	s.maybeTelemetry(now, soon)
 	s.sendProduce(now, flushing, soon)
 	// NetworkClient.poll waits at most request.timeout.ms (with the
 	// metadata and telemetry timeouts, already in next), whatever else is

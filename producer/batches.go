@@ -27,6 +27,10 @@ type batch struct {
 	attempts int
 	retryAt  time.Time
 	inflight bool
+	// seq is the batch's first sequence number, set when it is first sent
+	// by an idempotent producer (seqSet).
+	seq    int32
+	seqSet bool
 }
 
 // route puts a record into its partition's batch, or parks it until the
@@ -74,21 +78,24 @@ func (s *sender) route(pr *pending, now time.Time) {
 			return
 		}
 	}
-	s.batches[tp] = append(q, &batch{tp: tp, recs: []*pending{pr}, bytes: pr.size, created: now})
+	s.batches[tp] = append(q, &batch{tp: tp, recs: []*pending{pr}, bytes: pr.size, created: now, seq: -1})
 }
 
-// expire fails what has waited longer than delivery.timeout.ms.
+// expire fails a record that has waited for its topic's metadata longer
+// than max.block.ms (KafkaProducer.waitOnMetadata, in send(), at 2.1.1 and
+// 3.9.0 alike) and a batch not sent within delivery.timeout.ms.
 func (s *sender) expire(now time.Time, soon func(time.Time)) {
 	dt := s.cfg().DeliveryTimeout
+	mb := s.cfg().MaxBlock
 	for topic, recs := range s.waiting {
 		keep := recs[:0]
 		for _, pr := range recs {
-			if now.Sub(pr.created) >= dt {
+			if now.Sub(pr.created) >= mb {
 				s.complete(pr, RecordMetadata{Topic: topic, Partition: -1, Offset: -1},
-					&TimeoutError{Msg: fmt.Sprintf("Topic %s not present in metadata after %d ms.", topic, dt.Milliseconds())})
+					&TimeoutError{Msg: fmt.Sprintf("Topic %s not present in metadata after %d ms.", topic, mb.Milliseconds())})
 				continue
 			}
-			soon(pr.created.Add(dt))
+			soon(pr.created.Add(mb))
 			keep = append(keep, pr)
 		}
 		if len(keep) == 0 {

@@ -48,9 +48,9 @@ func ParseReaderMode(s string) (ReaderMode, error) {
 }
 
 // Config is the producer's configuration. Field names follow the Java
-// client's keys (ProducerConfig); defaults are the Java 4.x client's
-// (../shared/reference/java-producer-configs.tsv), except EnableIdempotence,
-// which this producer does not implement.
+// client's keys (ProducerConfig); defaults are kafka-clients 3.9.0's (what
+// its ProducerConfig logs at start), and enable.idempotence's is the
+// model's (true at 3.9.0, false at 2.1.1).
 type Config struct {
 	// BootstrapServers is bootstrap.servers: host:port pairs, nodes -1, -2, ...
 	BootstrapServers []string
@@ -58,7 +58,7 @@ type Config struct {
 	ClientID string
 	// Acks is acks: -1 (all), 0 or 1.
 	Acks int16
-	// Linger is linger.ms (Java 4.x default 5 ms).
+	// Linger is linger.ms (0 at 2.1.1 and 3.9.0; 4.0 made it 5 ms).
 	Linger time.Duration
 	// BatchSize is batch.size in bytes (0 is treated as 1, as Java does).
 	BatchSize int
@@ -109,14 +109,18 @@ type Config struct {
 	SocketConnectionSetupTimeoutMax time.Duration
 	// CompressionType is compression.type: none, gzip, snappy, lz4 or zstd.
 	CompressionType string
-	// EnableIdempotence is enable.idempotence as written. Idempotence is not
-	// implemented: true is accepted, logged, and produces without a producer
-	// ID (see the package documentation).
+	// EnableIdempotence is enable.idempotence: with it the producer gets a
+	// producer ID (INIT_PRODUCER_ID) before its first PRODUCE and numbers
+	// its batches. The default is the model's: true at 3.9.0, false at
+	// 2.1.1 (which sends no INIT_PRODUCER_ID at all).
 	EnableIdempotence bool
 	// AllowAutoTopicCreation is allow.auto.create.topics: sent in METADATA.
 	AllowAutoTopicCreation bool
 	// Reader is kdiag.reader: poll or on-demand.
 	Reader ReaderMode
+	// Model is kdiag.model: which kafka-clients version's network
+	// behaviour the producer follows (java-3.9, the default, or java-2.1).
+	Model Model
 	// CallbackDelay is kdiag.callback.delay.ms: every send callback sleeps
 	// this long on the network goroutine before the user's callback runs.
 	CallbackDelay time.Duration
@@ -129,7 +133,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Acks:                            -1,
-		Linger:                          5 * time.Millisecond,
+		Linger:                          0,
 		BatchSize:                       16384,
 		BufferMemory:                    33554432,
 		MaxBlock:                        60 * time.Second,
@@ -147,6 +151,7 @@ func DefaultConfig() Config {
 		SocketConnectionSetupTimeout:    10 * time.Second,
 		SocketConnectionSetupTimeoutMax: 30 * time.Second,
 		CompressionType:                 "none",
+		EnableIdempotence:               true,
 		AllowAutoTopicCreation:          true,
 		Reader:                          ReaderPoll,
 	}
@@ -155,6 +160,7 @@ func DefaultConfig() Config {
 // Keys kdiag defines on top of the Java client's.
 const (
 	KeyReader        = "kdiag.reader"
+	KeyModel         = "kdiag.model"
 	KeyCallbackDelay = "kdiag.callback.delay.ms"
 )
 
@@ -200,6 +206,9 @@ func parseConfig(props map[string]string, where func(key string) string) (Config
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	if _, ok := props["enable.idempotence"]; !ok {
+		c.EnableIdempotence = c.Model == ModelJava39
 	}
 	// Java: setting reconnect.backoff.ms without reconnect.backoff.max.ms
 	// makes the backoff static at the set value
@@ -351,6 +360,11 @@ func (c *Config) set(key, raw string) error {
 		}
 	case KeyReader:
 		c.Reader, err = ParseReaderMode(v)
+		if err != nil {
+			return fmt.Errorf("%s: %v", key, err)
+		}
+	case KeyModel:
+		c.Model, err = ParseModel(v)
 		if err != nil {
 			return fmt.Errorf("%s: %v", key, err)
 		}

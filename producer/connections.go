@@ -98,10 +98,17 @@ func (e *disconnectedError) Error() string {
 	return fmt.Sprintf("disconnected from node %d (%s)", e.node, e.reason)
 }
 
-// checkConnections closes idle connections (Selector's IdleExpiryManager)
-// and those whose oldest request timed out (NetworkClient).
+// checkConnections closes those whose oldest request timed out
+// (NetworkClient.handleTimedOutRequests) and at most one idle connection:
+// Selector.maybeCloseOldestConnection, at the end of every poll, closes the
+// least recently active connection if it has been idle for
+// connections.max.idle.ms, and only that one (2.1.1 and 3.9.0 alike). The
+// idle deadline is not a reason to wake (step's poll timeout does not
+// include it), so with several idle connections the client closes one per
+// poll, and the broker's own idle close may come first for the rest.
 func (s *sender) checkConnections(now time.Time, soon func(time.Time)) {
 	idle := s.cfg().ConnectionsMaxIdle
+	var oldest *conn
 	for _, c := range s.sortedConns() {
 		if c.state == stateConnecting {
 			s.checkSetupTimeout(c, now)
@@ -115,20 +122,19 @@ func (s *sender) checkConnections(now time.Time, soon func(time.Time)) {
 				continue
 			}
 			soon(deadline)
-			continue
 		}
-		if idle < 0 {
-			continue
+		// Selector's idle clock runs whether or not a request is in
+		// flight: any read or write on the channel resets it.
+		if oldest == nil || c.lastActive.Before(oldest.lastActive) {
+			oldest = c
 		}
-		deadline := c.lastActive.Add(idle)
-		if !now.Before(deadline) {
-			s.p.log.Debug(fmt.Sprintf("About to close the idle connection from %d due to being idle for %d millis",
-				c.node.ID, now.Sub(c.lastActive).Milliseconds()))
-			s.closeConn(c, closeIdle, nil, now)
-			continue
-		}
-		soon(deadline)
 	}
+	if idle < 0 || oldest == nil || now.Before(oldest.lastActive.Add(idle)) {
+		return
+	}
+	s.p.log.Debug(fmt.Sprintf("About to close the idle connection from %d due to being idle for %d millis",
+		oldest.node.ID, now.Sub(oldest.lastActive).Milliseconds()))
+	s.closeConn(oldest, closeIdle, nil, now)
 }
 
 // checkSetupTimeout closes an attempt that is still connecting after its
@@ -344,22 +350,32 @@ func (s *sender) closeConn(c *conn, why closeReason, err error, now time.Time) {
 		if err != nil {
 			attrs = append(attrs, "err", err.Error())
 		}
+		// "Node N disconnected." is INFO at 3.9.0, DEBUG at 2.1.1; 2.1.1
+		// has no line of its own for an idle close.
+		nodeDisconnected := s.p.log.Info
+		if s.cfg().Model == ModelJava21 {
+			nodeDisconnected = s.p.log.Debug
+		}
 		switch why {
 		case closeIdle:
 			s.p.stats.closedIdle.Add(1)
-			s.p.log.Debug(fmt.Sprintf("Idle connection to node %d disconnected.", c.node.ID), attrs...)
+			if s.cfg().Model == ModelJava21 {
+				s.p.log.Debug(fmt.Sprintf("Node %d disconnected.", c.node.ID), attrs...)
+			} else {
+				s.p.log.Debug(fmt.Sprintf("Idle connection to node %d disconnected.", c.node.ID), attrs...)
+			}
 		case closeShutdown:
 			s.p.stats.closedOnClose.Add(1)
 			s.p.log.Debug(fmt.Sprintf("Closing connection with %s (channel %d)", c.desc, c.node.ID), attrs...)
 		case closePeerEOF, closePeerReset:
 			s.p.stats.peerCloses.Add(1)
 			s.p.log.Debug(fmt.Sprintf("Connection with %s (channel %d) disconnected", c.desc, c.node.ID), attrs...)
-			s.p.log.Info(fmt.Sprintf("Node %d disconnected.", c.node.ID))
+			nodeDisconnected(fmt.Sprintf("Node %d disconnected.", c.node.ID))
 		default:
 			s.p.stats.closedOnError.Add(1)
 			s.p.log.Debug(fmt.Sprintf("Connection with %s (channel %d) disconnected", c.desc, c.node.ID), attrs...)
 			if why != closeTimeout {
-				s.p.log.Info(fmt.Sprintf("Node %d disconnected.", c.node.ID))
+				nodeDisconnected(fmt.Sprintf("Node %d disconnected.", c.node.ID))
 			}
 		}
 	}

@@ -6,18 +6,18 @@
 //
 // # Lifecycle
 //
-// New starts one network goroutine (the Java Sender thread with its
-// NetworkClient). It connects to every bootstrap server as nodes -1, -2, ...,
-// sends APIVERSIONS first on each connection and METADATA to the least
-// loaded ready one; after the first metadata response it connects to every
-// broker it lists (nodes 0, 1, ...). It connects where it must send and has
-// no connection; it refreshes metadata every metadata.max.age.ms, after any
-// disconnect (NetworkClient.processDisconnection requests an update, as
-// Java does) and when a record's topic is unknown (the record waits, and
-// fails after delivery.timeout.ms). It closes connections idle for
-// connections.max.idle.ms; a negative value never does, so the broker's own
-// idle timeout closes them (a passive close for the client). Close flushes,
-// closes every connection and stops every goroutine.
+// New starts one network goroutine (the Java network thread with its
+// NetworkClient), following kafka-clients 3.9.0 or 2.1.1 (Config.Model,
+// kdiag.model; DEVELOPERS.md, "What the Java producer does with TCP", and
+// the differential test in clients/): 3.9.0 connects at creation to one
+// bootstrap server, the least loaded, for METADATA and INIT_PRODUCER_ID;
+// 2.1.1 connects to nothing until the first send. Both connect only to the
+// leaders they send to and to the least loaded node for metadata; refresh
+// metadata every metadata.max.age.ms, after any disconnect and when a
+// record's topic is unknown (the record fails after max.block.ms); and
+// close at most one connection idle for connections.max.idle.ms per poll,
+// whose timeout request.timeout.ms bounds. Close flushes, closes every
+// connection and stops every goroutine.
 //
 // Records are batched per partition (linger.ms, batch.size) in RecordBatch
 // v2 with its CRC-32C, partitioned as Java does (murmur2 of the key; sticky
@@ -65,11 +65,7 @@
 //
 // # Not implemented
 //
-// Idempotence and transactions: batches carry no producer ID (-1) and no
-// sequence numbers; enable.idempotence defaults to false here (Java: true)
-// and true is accepted with a log line, because the connection lifecycle,
-// which is what kdiag reproduces, does not depend on it. Also not
-// implemented: TLS and SASL (security.protocol other than PLAINTEXT is
+// Transactions and PUSH_TELEMETRY. Also not implemented: TLS and SASL (security.protocol other than PLAINTEXT is
 // ignored, so such a cluster cannot be reached), custom partitioners,
 // interceptors and metrics reporters. Compression uses franz-go's codecs.
 package producer

@@ -32,6 +32,11 @@ func LoadConfigWith(path string, overrides map[string]string) (Config, error) {
 			return Config{}, err
 		}
 		defer f.Close()
+		// os.Open opens a directory without complaint; reading it then
+		// fails with "read DIR: is a directory", which names no fix.
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return Config{}, fmt.Errorf("%s is a directory: give the producer's .properties file", path)
+		}
 		file, err := readProperties(path, f)
 		if err != nil {
 			return Config{}, err
@@ -80,4 +85,4 @@ var keyList = []string{"bootstrap.servers", "client.id", "acks", "linger.ms", "b
 	"retry.backoff.ms", "retry.backoff.max.ms", "max.in.flight.requests.per.connection",
 	"metadata.max.age.ms", "connections.max.idle.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
 	"socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms", "compression.type", "enable.idempotence",
-	"allow.auto.create.topics", "security.protocol", KeyReader, KeyCallbackDelay}
+	"allow.auto.create.topics", "security.protocol", KeyReader, KeyModel, KeyCallbackDelay}

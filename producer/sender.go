@@ -38,6 +38,14 @@ type sender struct {
 	mdNeed       bool
 	mdLast       time.Time // last successful refresh
 	mdAttempt    time.Time // last attempt
+	// The idempotent producer's ID (3.9.0, enable.idempotence): produce
+	// waits until INIT_PRODUCER_ID gave one; sequences count per partition.
+	pid          int64
+	epoch        int16
+	havePID      bool
+	pidInFlight  bool
+	sequences    map[topicPartition]int32
+	telemetryOut bool // 3.9.0: GET_TELEMETRY_SUBSCRIPTIONS sent
 	stopping     bool
 	// wakeups counts the network goroutine's waits that ended (an event, a
 	// Send, a timer): a connection attempt's setup timeout is checked only
@@ -47,16 +55,19 @@ type sender struct {
 
 func newSender(p *Producer) (*sender, error) {
 	s := &sender{
-		p:        p,
-		brokers:  map[int32]Node{},
-		conns:    map[int32]*conn{},
-		nodes:    map[int32]*nodeState{},
-		topics:   map[string]*topicMeta{},
-		wanted:   map[string]bool{},
-		waiting:  map[string][]*pending{},
-		batches:  map[topicPartition][]*batch{},
-		stickies: map[string]*sticky{},
-		mdNeed:   true,
+		p:         p,
+		brokers:   map[int32]Node{},
+		conns:     map[int32]*conn{},
+		nodes:     map[int32]*nodeState{},
+		topics:    map[string]*topicMeta{},
+		wanted:    map[string]bool{},
+		waiting:   map[string][]*pending{},
+		batches:   map[topicPartition][]*batch{},
+		stickies:  map[string]*sticky{},
+		sequences: map[topicPartition]int32{},
+		mdNeed:    true,
+		pid:       -1,
+		epoch:     -1,
 	}
 	for i, hp := range p.cfg.BootstrapServers {
 		host, port, err := splitHostPort(hp)
@@ -73,12 +84,15 @@ func (s *sender) cfg() *Config { return &s.p.cfg }
 func (s *sender) run() {
 	defer close(s.p.senderDone)
 	now := time.Now()
-	// KafkaProducer's Sender connects to the bootstrap servers at once
-	// (kdiag's model, DEVELOPERS.md step 1); the metadata request goes to
-	// the first that is ready.
-	for _, n := range s.bootstrap {
-		s.connect(n, now)
+	if s.cfg().Model == ModelJava21 {
+		// 2.1.1 counts its bootstrap metadata as fresh at creation
+		// (Metadata.update with the bootstrap cluster): nothing connects
+		// until a send needs a topic's metadata or metadata.max.age.ms
+		// runs out.
+		s.mdNeed, s.mdLast = false, now
 	}
+	// 3.9.0 (mdNeed from newSender) asks for metadata at once: one
+	// bootstrap server, the least loaded (leastLoaded), gets a connection.
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -133,7 +147,15 @@ func (s *sender) step(now time.Time) time.Time {
 	s.expire(now, soon)
 	s.checkConnections(now, soon)
 	s.maybeUpdateMetadata(now, soon)
+	s.maybeInitProducerID(now, soon)
+	s.maybeTelemetry(now, soon)
 	s.sendProduce(now, flushing, soon)
+	// NetworkClient.poll waits at most request.timeout.ms (with the
+	// metadata and telemetry timeouts, already in next), whatever else is
+	// due; idle connections are not among what it waits for
+	// (checkConnections), so an idle one is closed at the first poll that
+	// ends after its deadline.
+	soon(now.Add(s.cfg().RequestTimeout))
 	// Requests sent and connections started just now have deadlines too.
 	for _, c := range s.conns {
 		if len(c.inflight) > 0 {

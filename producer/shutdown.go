@@ -10,7 +10,15 @@ func (s *sender) shutdown() {
 	s.stopping = true
 	now := time.Now()
 	for _, c := range s.sortedConns() {
-		s.closeConn(c, closeShutdown, nil, now)
+		// A socket the broker closed first is the broker's close, even
+		// when no reader saw its FIN (on-demand, or a callback that held
+		// the network goroutine until this Close): counting it as the
+		// client's would tell the user the opposite of what happened.
+		why := closeShutdown
+		if c.nc != nil && peerClosed(c.nc) {
+			why = closePeerEOF
+		}
+		s.closeConn(c, why, nil, now)
 	}
 	recs, _ := s.p.takeIncoming()
 	for _, pr := range recs {

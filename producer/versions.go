@@ -15,16 +15,22 @@ import (
 
 // Kafka API keys this producer speaks (the Kafka protocol's ApiKeys).
 const (
-	keyProduce     int16 = 0
-	keyMetadata    int16 = 3
-	keyAPIVersions int16 = 18
+	keyProduce        int16 = 0
+	keyMetadata       int16 = 3
+	keyAPIVersions    int16 = 18
+	keyInitProducerID int16 = 22
+	keyGetTelemetry   int16 = 71
 )
 
-// apiVersionsFirst is the ApiVersions version sent first on a connection:
-// the Java 4.x client's latest (v4). A broker that does not know it answers
-// UNSUPPORTED_VERSION in a v0 response listing what it supports (KIP-511),
-// and we retry with that.
-const apiVersionsFirst = 4
+// modelVersions are the highest versions each model's client speaks, per
+// API key: what kafka-clients 2.1.1 and 3.9.0 sent to kdiag's broker
+// (../shared/java-clients/README.md, and the differential test in
+// clients/), which is each version's ApiKeys latest. A key a model does
+// not list, it does not send.
+var modelVersions = map[Model]map[int16]int16{
+	ModelJava21: {keyAPIVersions: 2, keyMetadata: 7, keyProduce: 7},
+	ModelJava39: {keyAPIVersions: 4, keyMetadata: 12, keyProduce: 11, keyInitProducerID: 5, keyGetTelemetry: 0},
+}
 
 // apiVersions sends APIVERSIONS (key 18), the first request on every
 // connection, and records the broker's versions.
@@ -74,10 +80,14 @@ func (s *sender) apiVersions(c *conn, v int16, now time.Time) {
 	})
 }
 
-// version is the highest version of key both sides support, at least min;
-// capped at what kmsg can encode.
+// version is the highest version of key both sides support, at least min:
+// the broker's, the model's (modelVersions) and what kmsg can encode.
 func (s *sender) version(c *conn, key int16, minV int16) (int16, bool) {
 	r, ok := c.versions[key]
+	if !ok {
+		return 0, false
+	}
+	mv, ok := modelVersions[s.cfg().Model][key]
 	if !ok {
 		return 0, false
 	}
@@ -89,8 +99,12 @@ func (s *sender) version(c *conn, key int16, minV int16) (int16, bool) {
 		kmax = (&kmsg.MetadataRequest{}).MaxVersion()
 	case keyAPIVersions:
 		kmax = (&kmsg.ApiVersionsRequest{}).MaxVersion()
+	case keyInitProducerID:
+		kmax = (&kmsg.InitProducerIDRequest{}).MaxVersion()
+	case keyGetTelemetry:
+		kmax = (&kmsg.GetTelemetrySubscriptionsRequest{}).MaxVersion()
 	}
-	v := min(r[1], kmax)
+	v := min(r[1], kmax, mv)
 	if v < r[0] || v < minV {
 		return 0, false
 	}

@@ -23,7 +23,7 @@ func TestVersions(t *testing.T) {
 		compression string
 		wantLog     string
 	}{
-		{"kafka 4.0 zstd", kversion.V4_0_0(), "zstd", "Produce(0): 3 to 12 [usable: 12]"},
+		{"kafka 4.0 zstd", kversion.V4_0_0(), "zstd", "Produce(0): 3 to 12 [usable: 11]"},
 		{"kafka 2.4 gzip", kversion.V2_4_0(), "gzip", "ApiVersions(18): 0 to 3 [usable: 3]"},
 		{"kafka 2.1 lz4", kversion.V2_1_0(), "lz4", "Produce(0): 3 to 7 [usable: 7]"},
 		{"kafka 0.11 snappy", kversion.V0_11_0(), "snappy", "Produce(0): 3 to 3 [usable: 3]"},

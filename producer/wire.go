@@ -123,10 +123,18 @@ func recordSize(r batchRecord) int {
 	return len(encodeRecord(nil, r, 0, r.timestamp)) + 8 // offset and timestamp deltas grow a little in a batch
 }
 
-// encodeBatch returns a RecordBatch v2 (magic 2, KIP-98) holding recs, with
-// no producer ID (idempotence is not implemented: producerId -1, epoch -1,
-// base sequence -1), compressed with c if c is not nil and it helps.
-func encodeBatch(recs []batchRecord, c kgo.Compressor, produceVersion int16) []byte {
+// producerState is what a batch carries of an idempotent producer: its ID,
+// epoch and the batch's first sequence; -1 each without idempotence.
+type producerState struct {
+	id    int64
+	epoch int16
+	seq   int32
+}
+
+// encodeBatch returns a RecordBatch v2 (magic 2, KIP-98) holding recs,
+// with the producer's ID, epoch and base sequence (-1 each when not
+// idempotent), compressed with c if c is not nil and it helps.
+func encodeBatch(recs []batchRecord, c kgo.Compressor, produceVersion int16, ps producerState) []byte {
 	firstTS, maxTS := recs[0].timestamp, recs[0].timestamp
 	var records []byte
 	for i, r := range recs {
@@ -157,9 +165,9 @@ func encodeBatch(recs []batchRecord, c kgo.Compressor, produceVersion int16) []b
 		LastOffsetDelta:      int32(len(recs) - 1),
 		FirstTimestamp:       firstTS,
 		MaxTimestamp:         maxTS,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
+		ProducerID:           ps.id,
+		ProducerEpoch:        ps.epoch,
+		FirstSequence:        ps.seq,
 		NumRecords:           int32(len(recs)),
 		Records:              records,
 	}

@@ -65,7 +65,7 @@ func TestEncodeBatch(t *testing.T) {
 		{key: nil, value: []byte("v2"), timestamp: 1005},
 		{key: []byte{}, value: nil, timestamp: 1003},
 	}
-	raw := encodeBatch(recs, nil, 9)
+	raw := encodeBatch(recs, nil, 9, producerState{-1, -1, -1})
 	var b kmsg.RecordBatch
 	if err := b.ReadFrom(raw); err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestEncodeBatchCompressed(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := []batchRecord{{value: bytes.Repeat([]byte("compress me "), 100), timestamp: 1}}
-	raw := encodeBatch(recs, c, 9)
+	raw := encodeBatch(recs, c, 9, producerState{-1, -1, -1})
 	var b kmsg.RecordBatch
 	if err := b.ReadFrom(raw); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package repro
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kdiag/kdiag/broker"
 	"github.com/kdiag/kdiag/internal/testbin"
+	"github.com/kdiag/kdiag/internal/testio"
 )
 
 // kdiagBin is a kdiag binary built once for the package's tests: the
@@ -237,5 +239,38 @@ func TestExternalCluster(t *testing.T) {
 	}
 	if s := c.Stats(); s.ClosedIdle == 0 {
 		t.Errorf("the cluster closed no idle connection: %+v", s.Counts)
+	}
+}
+
+// TestVerboseRelaysProducerLines: with the producer's log on (kdiag repro
+// --verbose), each of its lines is logged as its own record, with its own
+// level and message and the scenario beside them, not nested whole inside
+// a message of kdiag repro's (msg="time=... level=DEBUG msg=\"...\"").
+func TestVerboseRelaysProducerLines(t *testing.T) {
+	t.Parallel()
+	sc, _ := Lookup("passive-close")
+	var logs testio.SyncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := Run(ctx, sc, Options{
+		Executable: kdiagBin, BrokerIdle: testIdle, Duration: time.Second, SampleInterval: 150 * time.Millisecond,
+		Sockets: testSockets, ChildLogLevel: "debug",
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var relayed int
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `msg="time=`) || strings.Contains(line, `msg="{`) {
+			t.Errorf("a producer line nested in a message: %s", line)
+		}
+		if strings.Contains(line, "level=DEBUG") && strings.Contains(line, `msg="Initiating connection to node`) &&
+			strings.Contains(line, "scenario=passive-close source=producer") {
+			relayed++
+		}
+	}
+	if relayed == 0 {
+		t.Errorf("no producer line relayed as its own DEBUG record:\n%s", logs.String())
 	}
 }

@@ -543,6 +543,9 @@ func startChild(sc Scenario, opts Options, bootstrap string, settings map[string
 		// signal does not cover: the run ends it long before.
 		"--duration", (opts.Duration + time.Minute).String(),
 		"--log-level", opts.ChildLogLevel,
+		// JSON, so that each line is logged as the producer's own record
+		// (relayLine), not nested as text inside a message of ours.
+		"--log-format", "json",
 		"--stats-json",
 	}
 	if sc.BlockCallbacks {
@@ -638,8 +641,8 @@ func (c *child) stats() (*producer.Stats, error) {
 	return nil, errors.New("the producer printed no --stats-json object")
 }
 
-// tailBuffer keeps the last lines a child wrote to stderr and passes every
-// line to a logger.
+// tailBuffer keeps the last lines a child wrote to stderr and relays every
+// line to a logger (relayLine).
 type tailBuffer struct {
 	mu      sync.Mutex
 	partial []byte
@@ -660,15 +663,85 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		line := string(t.partial[:i])
+		line := relayLine(t.log, t.partial[:i])
 		t.partial = t.partial[i+1:]
-		t.log.Debug(line)
 		t.lines = append(t.lines, line)
 		if len(t.lines) > tailLines {
 			t.lines = t.lines[1:]
 		}
 	}
 	return len(p), nil
+}
+
+// relayLine logs one line of the child's stderr as the record it is: the
+// child (kdiag produce --log-format json) writes slog's JSON records, whose
+// time, level, message and attributes become a record of l's, with l's own
+// attributes (scenario, source) beside them. A line that is not such a
+// record (a panic, a message from the runtime) is logged whole, as a
+// warning. It returns the line for the tail: the level and message.
+func relayLine(l *slog.Logger, line []byte) string {
+	r, ok := parseRecord(line)
+	if !ok {
+		text := string(line)
+		l.Warn(text)
+		return text
+	}
+	if h := l.Handler(); h.Enabled(context.Background(), r.Level) {
+		_ = h.Handle(context.Background(), r)
+	}
+	return r.Level.String() + " " + r.Message
+}
+
+// parseRecord reads a record written by slog.JSONHandler: an object with
+// time, level and msg first, then the attributes, whose order is kept.
+func parseRecord(line []byte) (slog.Record, bool) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return slog.Record{}, false
+	}
+	var (
+		when  time.Time
+		level slog.Level
+		msg   string
+		attrs []slog.Attr
+		seen  int
+	)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return slog.Record{}, false
+		}
+		key, _ := tok.(string)
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return slog.Record{}, false
+		}
+		str, isStr := v.(string)
+		switch {
+		case key == slog.TimeKey && isStr:
+			if when, err = time.Parse(time.RFC3339Nano, str); err != nil {
+				return slog.Record{}, false
+			}
+			seen++
+		case key == slog.LevelKey && isStr:
+			if level.UnmarshalText([]byte(str)) != nil {
+				return slog.Record{}, false
+			}
+			seen++
+		case key == slog.MessageKey && isStr:
+			msg = str
+			seen++
+		default:
+			attrs = append(attrs, slog.Any(key, v))
+		}
+	}
+	if seen != 3 {
+		return slog.Record{}, false
+	}
+	r := slog.NewRecord(when, level, msg, 0)
+	r.AddAttrs(attrs...)
+	return r, true
 }
 
 // Tail returns the last lines, joined with " | ".

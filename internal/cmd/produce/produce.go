@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kdiag/kdiag/internal/cmdutil"
@@ -34,6 +35,8 @@ type ProduceOptions struct {
 	Interval time.Duration
 	// Reader overrides kdiag.reader when set.
 	Reader string
+	// Model overrides kdiag.model when set: java-3.9 or java-2.1.
+	Model string
 	// CallbackDelay overrides kdiag.callback.delay.ms when CallbackDelaySet.
 	CallbackDelay    time.Duration
 	CallbackDelaySet bool
@@ -46,7 +49,11 @@ type ProduceOptions struct {
 	ProducerPerMessage bool
 	Duration           time.Duration
 	LogLevel           string
-	StatsJSON          bool
+	// LogFormat is text (slog's key=value lines) or json (one object a
+	// line; kdiag repro reads its child's log so and logs each line as its
+	// own).
+	LogFormat string
+	StatsJSON bool
 }
 
 // NewCmdProduce returns `kdiag produce`. runF, when non-nil, replaces the
@@ -56,39 +63,45 @@ func NewCmdProduce(f *cmdutil.Factory, runF func(*ProduceOptions) error) *cobra.
 	cmd := &cobra.Command{
 		Use:   "produce",
 		Short: "Run the reference producer (Java KafkaProducer's connection lifecycle)",
-		Long: `Run kdiag's reference producer: a Kafka producer whose connections follow the Java
-KafkaProducer's lifecycle (connect to every bootstrap server, METADATA, connect to the
-brokers, refresh metadata, close connections idle for connections.max.idle.ms), over the
-real Kafka protocol. It sends --messages messages to --topic, one every --interval.
+		Long: `Run kdiag's reference producer: a Kafka producer whose connections follow the real
+Java KafkaProducer's, version by version (--model java-3.9, the default, or java-2.1),
+as measured against kafka-clients 3.9.0 and 2.1.1, over the real Kafka protocol. 3.9.0
+connects at creation to one bootstrap server (METADATA, INIT_PRODUCER_ID), 2.1.1 to
+none until the first send; both then connect only to the leaders they send to, close at
+most one idle connection per poll (connections.max.idle.ms), and after a disconnect
+fetch metadata and reconnect. It sends --messages messages to --topic, one every --interval.
 
 Configuration is a Java producer .properties file (--config), read by the same parser
 as kdiag lint, with --bootstrap-server and --set key=value on top. kdiag's own keys:
+  kdiag.model=java-3.9|java-2.1 the kafka-clients version followed (--model)
   kdiag.reader=poll|on-demand   how a connection meets the broker's FIN: poll reads
-                                every connection all the time, as Java does (the FIN
-                                is seen and the socket closed at once); on-demand reads
-                                only while a response is pending, as Sarama, franz-go
-                                and kafka-go do (the socket stays in CLOSE_WAIT until
-                                the next request on it)
+                                every connection all the time, as both Java versions
+                                do (the FIN is seen and the socket closed at once:
+                                no CLOSE_WAIT); on-demand reads only while a response
+                                is pending, as the Go clients Sarama, franz-go and
+                                kafka-go do (the socket stays in CLOSE_WAIT until the
+                                next request on it)
   kdiag.callback.delay.ms=N     every send callback sleeps N ms on the network
-                                goroutine, as a slow callback stalls Java's Sender
-                                thread: no FIN is processed meanwhile
+                                goroutine, as a slow callback stalls Java's network
+                                thread (both versions): no FIN is processed meanwhile
 
---block-callbacks makes every send callback block the network goroutine until the
-process gets SIGUSR1 (kill -USR1 PID), after which none blocks: a stuck callback
+--block-callbacks makes every send callback block the network goroutine, as a Java
+callback that blocks its network thread does (the only way a polling Java client holds
+CLOSE_WAIT), until the process gets SIGUSR1 (kill -USR1 PID), after which none blocks: a stuck callback
 for as long as you choose (kdiag repro's stalled-callback scenario releases it once
 the broker has closed every connection).
 
 --producer-per-message creates a new producer for every message and never closes it:
 the connection leak of an application that does so.
 
-Connection events are logged to stderr at --log-level debug in the words of the Java
-client's NetworkClient. On Ctrl-C, SIGTERM, the last message or --duration, the
+Connection events are logged to stderr at --log-level debug in the words of that
+version's NetworkClient. On Ctrl-C, SIGTERM, the last message or --duration, the
 producer is closed (leaked ones are not): it flushes what is buffered, for up to
-delivery.timeout.ms after the last message, for up to 3s after a signal or --duration
-(a second signal stops at once). With --stats-json, one JSON object of
-counters (connections opened, closed by the client and why, peer closes, records) is
-printed to stdout. Exit status 0, 2 for bad flags or configuration, 1 if the producer
-cannot start.`,
+delivery.timeout.ms after the last message, for up to 3s after a signal or the end of
+--duration, whichever comes first (a second signal stops at once). With --stats-json, one
+JSON object of counters (connections opened, closed by the client and why, closed by
+the broker first, records) is printed to stdout. Exit status 0; 1 if the producer cannot
+start, or if messages were sent and none was delivered; 2 for bad flags or configuration.`,
 		Example: `  # against kdiag broker's default cluster, 10 messages, Java-style logs
   kdiag produce --bootstrap-server 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094 \
     --messages 10 --log-level debug
@@ -115,8 +128,16 @@ cannot start.`,
 					return cmdutil.UsageErrorf("--reader: %v", err)
 				}
 			}
+			if opts.Model != "" {
+				if _, err := producer.ParseModel(opts.Model); err != nil {
+					return cmdutil.UsageErrorf("--model: %v", err)
+				}
+			}
 			if _, err := cmdutil.ParseLogLevel(opts.LogLevel); err != nil {
 				return cmdutil.UsageErrorf("--log-level: %v", err)
+			}
+			if opts.LogFormat != "text" && opts.LogFormat != "json" {
+				return cmdutil.UsageErrorf("--log-format: %q: want text or json", opts.LogFormat)
 			}
 			if _, err := producer.ParseOverrides(opts.Set); err != nil {
 				return cmdutil.UsageErrorf("--set: %v", err)
@@ -144,11 +165,13 @@ cannot start.`,
 	fl.IntVar(&opts.Messages, "messages", 0, "messages to send; 0: until --duration or a signal")
 	fl.DurationVar(&opts.Interval, "interval", time.Second, "time between sends")
 	fl.StringVar(&opts.Reader, "reader", "", "poll|on-demand (overrides kdiag.reader; default poll)")
+	fl.StringVar(&opts.Model, "model", "", "java-3.9|java-2.1: the kafka-clients version followed (overrides kdiag.model; default java-3.9)")
 	fl.DurationVar(&opts.CallbackDelay, "callback-delay", 0, "sleep this long in every send callback (overrides kdiag.callback.delay.ms)")
 	fl.BoolVar(&opts.BlockCallbacks, "block-callbacks", false, "block every send callback on the network goroutine until SIGUSR1, then none")
 	fl.BoolVar(&opts.ProducerPerMessage, "producer-per-message", false, "new producer for each message, never closed (the leak)")
 	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long; 0: no limit")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "stderr log level: debug|info|warn")
+	fl.StringVar(&opts.LogFormat, "log-format", "text", "stderr log format: text|json (one JSON object a line)")
 	fl.BoolVar(&opts.StatsJSON, "stats-json", false, "on exit print the counters as one JSON object to stdout")
 	return cmd
 }
@@ -175,6 +198,9 @@ func (opts *ProduceOptions) config() (producer.Config, error) {
 	}
 	if opts.Reader != "" {
 		over[producer.KeyReader] = opts.Reader
+	}
+	if opts.Model != "" {
+		over[producer.KeyModel] = opts.Model
 	}
 	if opts.CallbackDelaySet {
 		over[producer.KeyCallbackDelay] = strconv.FormatInt(opts.CallbackDelay.Milliseconds(), 10)
@@ -210,7 +236,13 @@ func runProduce(opts *ProduceOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
 		defer cancel()
 	}
-	log := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	hopts := &slog.HandlerOptions{Level: level}
+	var log *slog.Logger
+	if opts.LogFormat == "json" {
+		log = slog.New(slog.NewJSONHandler(opts.IO.ErrOut, hopts))
+	} else {
+		log = slog.New(slog.NewTextHandler(opts.IO.ErrOut, hopts))
+	}
 
 	var producers []*producer.Producer
 	newProducer := func() (*producer.Producer, error) {
@@ -279,6 +311,13 @@ loop:
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
+	// A signal or the end of --duration during that flush cuts it to
+	// stopFlush too: --duration bounds the whole run, the flush included.
+	stopCut := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(stopFlush, cancel)
+		context.AfterFunc(closeCtx, func() { t.Stop() })
+	})
+	defer stopCut()
 	stopNow, stopSig := cmdutil.InterruptContext(closeCtx)
 	defer stopSig()
 	if opts.ProducerPerMessage {
@@ -301,6 +340,12 @@ loop:
 		if err := enc.Encode(sum); err != nil {
 			return err
 		}
+	}
+	// Messages were tried and none reached the broker: that is a failure
+	// a script must see, whatever ended the run.
+	if tried := sum.RecordsAcked + sum.RecordsFailed + int64(notSent); tried > 0 && sum.RecordsAcked == 0 {
+		return &cmdutil.ExitError{Code: 1, Err: fmt.Errorf("produce: no message delivered (%d failed, %d not sent) to %s",
+			sum.RecordsFailed, notSent, strings.Join(cfg.BootstrapServers, ","))}
 	}
 	return nil
 }

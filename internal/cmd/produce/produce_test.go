@@ -3,6 +3,7 @@ package produce
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/kdiag/kdiag/broker"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/internal/testio"
+	"github.com/kdiag/kdiag/netstat"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -27,22 +30,24 @@ func TestFlags(t *testing.T) {
 	}{
 		{
 			name: "defaults",
-			want: ProduceOptions{Topic: "kdiag-repro", Interval: time.Second, LogLevel: "info"},
+			want: ProduceOptions{Topic: "kdiag-repro", Interval: time.Second, LogLevel: "info", LogFormat: "text"},
 		},
 		{
 			name: "all",
 			args: []string{"--config", "p.properties", "--bootstrap-server", "127.0.0.1:9092,127.0.0.1:9093",
 				"--set", "linger.ms=0", "--set", "acks=1", "--topic", "x", "--messages", "3", "--interval", "250ms",
-				"--reader", "on-demand", "--callback-delay", "2s", "--block-callbacks", "--producer-per-message", "--duration", "1m",
-				"--log-level", "debug", "--stats-json"},
+				"--reader", "on-demand", "--model", "java-2.1", "--callback-delay", "2s", "--block-callbacks", "--producer-per-message", "--duration", "1m",
+				"--log-level", "debug", "--log-format", "json", "--stats-json"},
 			want: ProduceOptions{ConfigFile: "p.properties", Bootstrap: "127.0.0.1:9092,127.0.0.1:9093",
 				Set: []string{"linger.ms=0", "acks=1"}, Topic: "x", Messages: 3, Interval: 250 * time.Millisecond,
-				Reader: "on-demand", CallbackDelay: 2 * time.Second, CallbackDelaySet: true, BlockCallbacks: true, ProducerPerMessage: true,
-				Duration: time.Minute, LogLevel: "debug", StatsJSON: true},
+				Reader: "on-demand", Model: "java-2.1", CallbackDelay: 2 * time.Second, CallbackDelaySet: true, BlockCallbacks: true, ProducerPerMessage: true,
+				Duration: time.Minute, LogLevel: "debug", LogFormat: "json", StatsJSON: true},
 		},
 		{name: "bad reader", args: []string{"--reader", "select"}, wantErr: `--reader: "select" is not a reader mode (want poll or on-demand)`},
+		{name: "bad model", args: []string{"--model", "java-4"}, wantErr: `--model: "java-4" is not a model (want java-3.9 or java-2.1)`},
 		{name: "bad set", args: []string{"--set", "linger.ms"}, wantErr: `--set: "linger.ms" is not key=value`},
 		{name: "bad level", args: []string{"--log-level", "trace"}, wantErr: `--log-level: "trace": want debug, info or warn`},
+		{name: "bad format", args: []string{"--log-format", "logfmt"}, wantErr: `--log-format: "logfmt": want text or json`},
 		{name: "negative", args: []string{"--messages", "-1"}, wantErr: "must not be negative"},
 		{name: "args", args: []string{"extra"}, wantErr: "unknown command"},
 	}
@@ -144,7 +149,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
 	}
 	if st.RecordsAcked != 3 || st.RecordsFailed != 0 || st.Producers != 1 || st.ConnectionsOpen != 0 ||
-		st.ConnectionsOpened < 3 || st.ClosedOnClose != st.ConnectionsOpened || st.MetadataRequests < 1 {
+		st.ConnectionsOpened < 2 || st.ClosedOnClose != st.ConnectionsOpened || st.MetadataRequests < 1 {
 		t.Errorf("stats: %+v", st)
 	}
 	for _, want := range []string{"Initiating connection to node", "Sending metadata request", "message 2 delivered to e2e-0@2"} {
@@ -330,5 +335,163 @@ func waitLog(t *testing.T, buf *testio.SyncBuffer, s string) {
 			t.Fatalf("no %q within 20s:\n%s", s, buf.String())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestDurationBoundsTheFlush: `--messages 1 --duration 1s` against a
+// port nothing listens on stops once --duration and the stop flush are
+// over, not after delivery.timeout.ms (120 s) or max.block.ms (60 s); and a
+// run that delivered nothing exits 1, saying so. The 40 s bound is far
+// beyond the 4 s the run takes, and far below what it took before.
+func TestDurationBoundsTheFlush(t *testing.T) {
+	var errOut testio.SyncBuffer
+	ios, _, out, _ := cmdutil.Test()
+	ios.ErrOut = &errOut
+	o := &ProduceOptions{IO: ios, Context: context.Background(), Bootstrap: "127.0.0.1:1", Topic: "t", Messages: 1,
+		Interval: time.Second, Duration: time.Second, LogLevel: "info", StatsJSON: true}
+	done := make(chan error, 1)
+	go func() { done <- runProduce(o) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatalf("--duration 1s: still running after 40s:\n%s", errOut.String())
+	}
+	if code := cmdutil.ExitCode(err); code != 1 || !strings.Contains(err.Error(), "no message delivered (1 failed, 0 not sent)") {
+		t.Errorf("err = %v (exit %d), want exit 1: no message delivered", err, code)
+	}
+	var st statsJSON
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		t.Fatalf("stdout: %v\n%s", err, out)
+	}
+	if st.RecordsAcked != 0 || st.RecordsFailed != 1 {
+		t.Errorf("stats: %+v, want 0 acked, 1 failed", st)
+	}
+}
+
+// TestConfigDirectory: --config naming a directory says so and what to
+// give instead, not "read DIR: is a directory".
+func TestConfigDirectory(t *testing.T) {
+	dir := t.TempDir()
+	ios, _, _, _ := cmdutil.Test()
+	o := &ProduceOptions{IO: ios, ConfigFile: dir, Bootstrap: "127.0.0.1:1", Topic: "t", LogLevel: "info"}
+	err := runProduce(o)
+	want := "produce: " + dir + " is a directory: give the producer's .properties file"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if code := cmdutil.ExitCode(err); code != cmdutil.ExitUsage {
+		t.Errorf("exit code %d, want %d", code, cmdutil.ExitUsage)
+	}
+}
+
+// TestSummaryCountsTheBrokersCloses: connections the broker closed while
+// nothing read them (the on-demand reader; a blocked callback) are in
+// CLOSE_WAIT when Ctrl-C closes the producer; the summary counts them as
+// closed by the broker, not by the client. The broker's idle close is
+// driven (Cluster.CloseIdle) and the test waits for the CLOSE_WAIT it
+// causes.
+func TestSummaryCountsTheBrokersCloses(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		reader string
+		block  bool
+	}{{"on-demand reader", "on-demand", false}, {"blocked callback", "poll", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c, err := broker.Start(ctx, broker.Config{Brokers: 1, Ports: []int{0}, Topics: []string{"sum"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var errOut testio.SyncBuffer
+			ios, _, out, _ := cmdutil.Test()
+			ios.ErrOut = &errOut
+			o := &ProduceOptions{IO: ios, Context: ctx, Bootstrap: c.BootstrapServers(), Topic: "sum",
+				Interval: time.Hour, Reader: tt.reader, BlockCallbacks: tt.block, Release: make(chan struct{}),
+				LogLevel: "info", StatsJSON: true, Set: []string{"linger.ms=0"}}
+			done := make(chan error, 1)
+			go func() { done <- runProduce(o) }()
+			if tt.block {
+				waitLog(t, &errOut, "message 0: callback blocking the network goroutine")
+			} else {
+				waitLog(t, &errOut, "message 0 delivered")
+			}
+			var closed int
+			waitCond(t, "the broker closes the producer's idle connections", func() bool {
+				closed += c.CloseIdle()
+				return closed > 0 && c.Stats().Open == 0
+			})
+			waitCond(t, "every connection in CLOSE_WAIT", func() bool { return closeWait(t, c) == closed })
+			cancel() // Ctrl-C
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("run did not stop")
+			}
+			var st statsJSON
+			if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+				t.Fatalf("stdout: %v\n%s", err, out)
+			}
+			if st.PeerCloses != int64(closed) || st.ClosedByClient() != 0 {
+				t.Errorf("stats: %d peer closes, %d closed by the client; the broker closed all %d", st.PeerCloses, st.ClosedByClient(), closed)
+			}
+			if want := fmt.Sprintf("0 closed by the client, %d by the broker", closed); !strings.Contains(errOut.String(), want) {
+				t.Errorf("summary lacks %q:\n%s", want, errOut.String())
+			}
+		})
+	}
+}
+
+// closeWait counts this process's sockets to c in CLOSE_WAIT.
+func closeWait(t *testing.T, c *broker.Cluster) int {
+	t.Helper()
+	br, err := netstat.ParseBrokers(c.BootstrapServers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := netstat.NewScanner("/proc").Scan(context.Background(), netstat.Query{PIDs: []int{os.Getpid()}, Brokers: br,
+		States: netstat.States(netstat.CloseWait)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(s.Sockets)
+}
+
+// waitCond polls cond until it holds, for at most 20 s.
+func waitCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 20s waiting for: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestNothingDeliveredFails: a run whose one message never reached a
+// broker (nothing listens on port 1; it fails after max.block.ms) exits 1,
+// not 0.
+func TestNothingDeliveredFails(t *testing.T) {
+	var errOut testio.SyncBuffer
+	ios, _, _, _ := cmdutil.Test()
+	ios.ErrOut = &errOut
+	o := &ProduceOptions{IO: ios, Context: context.Background(), Bootstrap: "127.0.0.1:1", Topic: "t", Messages: 1, LogLevel: "info",
+		Set: []string{"max.block.ms=100", "request.timeout.ms=100", "delivery.timeout.ms=200", "linger.ms=0"}}
+	done := make(chan error, 1)
+	go func() { done <- runProduce(o) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop")
+	}
+	if code := cmdutil.ExitCode(err); code != 1 || !strings.Contains(err.Error(), "no message delivered") {
+		t.Errorf("err = %v (exit %d), want exit 1: no message delivered\n%s", err, code, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "0 acked, 1 failed") {
+		t.Errorf("summary:\n%s", errOut.String())
 	}
 }

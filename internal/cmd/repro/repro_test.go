@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/internal/testbin"
 
 	"github.com/google/go-cmp/cmp"
@@ -298,4 +300,50 @@ func socketFDs(pid int) int {
 		}
 	}
 	return n
+}
+
+// TestOneRunTimeFigure: the help, the headline of a default run and the
+// README give one figure for how long `kdiag repro` takes.
+func TestOneRunTimeFigure(t *testing.T) {
+	io, _, out, _ := cmdutil.Test()
+	cmd := NewCmdRepro(&cmdutil.Factory{IO: io}, nil)
+	cmd.SetArgs([]string{"--help"})
+	cmd.SetOut(io.Out)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	about := regexp.MustCompile(`about ([0-9.]+ ?(?:s|seconds))`)
+	figures := map[string][]string{}
+	for _, m := range about.FindAllStringSubmatch(strings.Join(strings.Fields(out.String()), " "), -1) {
+		figures["help"] = append(figures["help"], m[1])
+	}
+	idle := repro.RealBrokerIdle / repro.DefaultScale
+	head := headline(&ReproOptions{BrokerIdle: idle, Parallel: true}, len(repro.Catalog()), 4*idle)
+	for _, m := range regexp.MustCompile(`about ([0-9.]+ ?(?:s|seconds)) in all`).FindAllStringSubmatch(head, -1) {
+		figures["headline"] = append(figures["headline"], m[1])
+	}
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.Contains(line, "kdiag repro") || strings.Contains(line, "in all)") {
+			for _, m := range about.FindAllStringSubmatch(line, -1) {
+				figures["README"] = append(figures["README"], m[1])
+			}
+		}
+	}
+	want := human.Age(defaultRunTime())
+	for where, fs := range figures {
+		for _, f := range fs {
+			if f != want {
+				t.Errorf("%s says about %s, want about %s (all: %v)", where, f, want, figures)
+			}
+		}
+	}
+	for _, where := range []string{"help", "headline", "README"} {
+		if len(figures[where]) == 0 {
+			t.Errorf("%s gives no run time", where)
+		}
+	}
 }

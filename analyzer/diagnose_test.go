@@ -124,13 +124,15 @@ func TestDiagnoseDoctorEvidence(t *testing.T) {
 	if !ok {
 		t.Fatalf("no close-wait-held finding: %+v", fs)
 	}
-	// The blocked thread seen comes first (a Java client reads idle
-	// connections), then the idle cause the config confirms.
-	if ids := causeIDs(held); len(ids) < 2 || ids[0] != KindThreadBlocked || ids[1] != "idle-timeout-not-below-broker" {
-		t.Errorf("causes %v, want the blocked thread, then the confirmed idle cause", ids)
+	// The blocked thread seen is the cause, alone: a Java client reads idle
+	// connections, and while its thread is blocked no idle setting helps
+	// (measured with kafka-clients 3.9.0: the client's 2000 ms against the
+	// broker's 3000, every socket stayed in CLOSE_WAIT 27 s).
+	if ids := causeIDs(held); len(ids) != 1 || ids[0] != KindThreadBlocked {
+		t.Errorf("causes %v, want the blocked thread alone", ids)
 	}
-	if text := allText(held); !strings.Contains(text, "Config: app.properties:3") || !strings.Contains(text, "Thread 8") || strings.Contains(text, "Thread 7 ") {
-		t.Errorf("evidence lacks the config line or the blocked thread 8 (and only it):\n%s", text)
+	if text := allText(held); !strings.Contains(text, "Thread 8") || strings.Contains(text, "Thread 7 ") || strings.Contains(strings.ReplaceAll(held.Causes[0].Fix, "connections.max.idle.ms does not help", ""), "connections.max.idle.ms") {
+		t.Errorf("evidence lacks the blocked thread 8 (and only it), or the fix cites the idle setting:\n%s", text)
 	}
 	if f, ok := kinds[KindInstancesGrowing]; !ok || !strings.Contains(f.Summary, "2 → 3") {
 		t.Errorf("instances 2 → 3: finding %+v", f)

@@ -224,3 +224,41 @@ func TestFirstLookHeldClose(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstLookKdiagProduce: kdiag's own reference producer, run as the
+// README's walkthrough runs it (--reader on-demand, the client's idle
+// close off), is named as kdiag's, not as the franz-go it links, and the
+// first look warns with its own fix.
+func TestFirstLookKdiagProduce(t *testing.T) {
+	c := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, kdiagBin(t), "produce", "--bootstrap-server", c.BootstrapServers(), "--topic", "live",
+		"--messages", "0", "--interval", "10m", "--duration", "10m", "--reader", "on-demand", "--set", "connections.max.idle.ms=-1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	waitFor(t, 60*time.Second, "the broker closes the producer's idle connections", func() bool {
+		s := c.Stats()
+		return s.ClosedIdle >= 1 && s.Open == 0
+	})
+	waitFor(t, 10*time.Second, "the producer's sockets reach CLOSE_WAIT", func() bool { cw, _ := states(t, pid, c); return cw >= 1 })
+	r, code := firstLook(t, "--brokers", c.BootstrapServers())
+	p := reportOf(r, pid)
+	if p == nil {
+		t.Fatalf("the first look does not list kdiag produce (pid %d)", pid)
+	}
+	if !p.Client.IsKdiag() || p.Client.Kdiag.Producer == nil || p.Client.Kdiag.Producer.Reader != "on-demand" {
+		t.Errorf("kdiag produce is named %q (%+v), want kdiag's reference producer with the on-demand reader", p.Client.String(), p.Client.Kdiag)
+	}
+	w := warnings(p)
+	if len(w) == 0 || w[0].ID != "close-wait-held" || !strings.Contains(w[0].Fix, "--reader poll") || strings.Contains(w[0].Fix, "kgo.") {
+		t.Errorf("first look's warnings %+v: want close-wait-held with kdiag produce's own fix (--reader poll), no franz-go words", w)
+	}
+	if code != 1 && code != 2 {
+		t.Errorf("first look exits %d, want 1", code)
+	}
+	t.Logf("first look: %s: %v", p.Client.String(), findingIDs(*p))
+}

@@ -136,6 +136,7 @@ func (g *scanGate) carry(now time.Time) *Snapshot {
 		Sockets:   p.Sockets,
 		Processes: p.Processes,
 		Notes:     p.Notes,
+		Missing:   p.Missing,
 		Unchanged: true,
 		Dump:      p.Dump,
 	}

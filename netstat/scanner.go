@@ -331,6 +331,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, snap.Time, &n)
 	s.phase("processes read")
 	snap.Notes = n.list
+	snap.Missing = sel.missing
 	s.dumps++
 	snap.Dump = s.dumps
 	if gated {
@@ -461,6 +462,8 @@ type selection struct {
 	cand       []int
 	restricted bool
 	groups     []nsGroup
+	// missing are the pids of --pid that name no process.
+	missing []int
 }
 
 // selectProcesses lists the processes, forgets the cached holders of those
@@ -476,7 +479,7 @@ func (s *Scanner) selectProcesses(q Query, n *notes) (selection, error) {
 	}
 	s.attr.Prune(func(pid int) bool { return alive[pid] })
 	var sel selection
-	sel.cand, sel.restricted = s.candidates(q, all, alive, n)
+	sel.cand, sel.restricted, sel.missing = s.candidates(q, all, alive, n)
 	sel.groups = s.group(sel.cand, sel.restricted, n)
 	return sel, nil
 }
@@ -751,10 +754,10 @@ func (s *Scanner) infoRequest(states StateSet, infoScan bool) StateSet {
 }
 
 // candidates returns the pids whose fds may be read: all of them, or those
-// --pid and --process select (restricted true).
-func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) ([]int, bool) {
-	cand := all
-	restricted := false
+// --pid and --process select (restricted true); and the pids of --pid that
+// name no process (Snapshot.Missing).
+func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) (cand []int, restricted bool, missing []int) {
+	cand = all
 	if len(q.PIDs) > 0 {
 		restricted = true
 		cand = nil
@@ -762,11 +765,13 @@ func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) (
 			if alive[p] {
 				cand = append(cand, p)
 			} else {
-				n.add("pid %d: no such process", p)
+				missing = append(missing, p)
 			}
 		}
 		slices.Sort(cand)
 		cand = slices.Compact(cand)
+		slices.Sort(missing)
+		missing = slices.Compact(missing)
 	}
 	if q.Process != nil {
 		restricted = true
@@ -785,7 +790,7 @@ func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) (
 		}
 		cand = keep
 	}
-	return cand, restricted
+	return cand, restricted, missing
 }
 
 // group sorts pids by network namespace, the host's (the scanner's own)

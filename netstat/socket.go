@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -348,9 +349,44 @@ type Snapshot struct {
 	// than dump: the counts are current, Recv-Q, Send-Q and holders are
 	// as of that dump (at most Scanner.RefreshEvery ago).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// Missing are the pids of Query.PIDs that named no process when the
+	// scan listed the processes, sorted: a --pid that names no process is
+	// said, in every command, as MissingError says it (and makes the
+	// command's result UNKNOWN), not as a note.
+	Missing []int `json:"missing_pids,omitempty"`
 	// Dump numbers the Scanner's dumps, from 1: an Unchanged snapshot has
 	// the Dump of the one whose sockets it serves, so that a consumer that
 	// saw that one can skip the sockets (analyzer.Tracker does). 0 when
 	// unknown, as in a snapshot read back from a recording.
 	Dump uint64 `json:"-"`
+}
+
+// NoProcessError is what a --pid that names no process is, in scan, watch
+// and doctor alike: one wording, said once, and an UNKNOWN result (the
+// command cannot tell anything of a process that is not there).
+type NoProcessError struct {
+	// PIDs are the pids that name no process, sorted.
+	PIDs []int
+}
+
+// Error says "pid 999999: no such process", or "pids 7, 999999: no such
+// process".
+func (e *NoProcessError) Error() string {
+	if len(e.PIDs) == 1 {
+		return "pid " + strconv.Itoa(e.PIDs[0]) + ": no such process"
+	}
+	ps := make([]string, len(e.PIDs))
+	for i, p := range e.PIDs {
+		ps[i] = strconv.Itoa(p)
+	}
+	return "pids " + strings.Join(ps, ", ") + ": no such process"
+}
+
+// MissingError returns the snapshot's Missing pids as a *NoProcessError,
+// nil when every pid the query named was there.
+func (s *Snapshot) MissingError() error {
+	if len(s.Missing) == 0 {
+		return nil
+	}
+	return &NoProcessError{PIDs: s.Missing}
 }

@@ -86,6 +86,8 @@ a one-line summary first, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, on the
 largest count of CLOSE_WAIT plus held CLOSE sockets of one process ("more than
 N"). UNKNOWN also when sockets kdiag could not attribute could change it.
 
+A --pid that names no process makes the result UNKNOWN (exit 3), check or not.
+
 Notes about what could not be seen (other users' processes when not root,
 processes that exited during the scan) go to stderr, once.`,
 		Example: `  # every socket, one row per process
@@ -245,6 +247,10 @@ func runScan(opts *ScanOptions) error {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUnknown, Err: fmt.Errorf("scan: %w", err)}
 	}
 	code := cmdutil.ExitOK
+	// A --pid that names no process: the scan cannot say anything of it,
+	// so the result is UNKNOWN, said once (the check's line, else after
+	// the output), in the words doctor and watch use too.
+	missing := snap.MissingError()
 	if opts.monitoring() {
 		var line string
 		code, line = checkLine(snap, opts.Warn, opts.Crit, opts.Now())
@@ -264,6 +270,9 @@ func runScan(opts *ScanOptions) error {
 		return err
 	}
 	opts.phase("written")
+	if missing != nil && !opts.monitoring() {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUnknown, Err: missing}
+	}
 	if code != cmdutil.ExitOK {
 		return cmdutil.Exit(code)
 	}
@@ -309,6 +318,10 @@ func checkLine(snap *netstat.Snapshot, warn, crit int, now time.Time) (int, stri
 		max = leaked(worst)
 	}
 	perf := fmt.Sprintf("close_wait=%d;%s;%s close_wait_total=%d", max, thr(warn), thr(crit), total+unattributed)
+	if err := snap.MissingError(); err != nil {
+		// Nothing can be said of a process that is not there.
+		return cmdutil.ExitUnknown, fmt.Sprintf("KDIAG UNKNOWN - %v | %s", err, perf)
+	}
 	status, code := checkStatus(max, warn, crit)
 	// What kdiag could not see could change the verdict when the unseen
 	// CLOSE_WAIT, all in the worst process, would cross a threshold it has

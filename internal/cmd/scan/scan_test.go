@@ -571,3 +571,61 @@ func TestTopRemotes(t *testing.T) {
 		t.Errorf("no sockets: top remotes %q", got)
 	}
 }
+
+// TestScanMissingPID: a --pid that names no process is UNKNOWN (exit 3),
+// said once, as the check's line with --warn/--crit and on stderr without;
+// the processes that are there are still listed.
+func TestScanMissingPID(t *testing.T) {
+	const gone = 1 << 30 // above any pid_max
+	cw := sockettest.CloseWait(t, "tcp4", 1)
+	port := strconv.Itoa(int(cw[0].Remote.Port()))
+	for _, tc := range []struct {
+		name string
+		args []string
+		// wantOut: the first line of stdout (a prefix); wantErr: stderr.
+		wantOut, wantErr string
+	}{
+		{"check", []string{"--pid", strconv.Itoa(gone), "--warn", "1", "--crit", "2"},
+			"KDIAG UNKNOWN - pid 1073741824: no such process | close_wait=0;1;2 close_wait_total=0", ""},
+		{"check, one there and one not", []string{"--pid", strconv.Itoa(gone) + "," + strconv.Itoa(os.Getpid()), "--port", port, "--warn", "0", "--crit", "2"},
+			"KDIAG UNKNOWN - pid 1073741824: no such process | close_wait=1;0;2 close_wait_total=1", ""},
+		{"table", []string{"--pid", strconv.Itoa(gone) + "," + strconv.Itoa(os.Getpid()), "--port", port},
+			"PID ", "pid 1073741824: no such process"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, out, errOut := factory()
+			f.Now = time.Now
+			cmd := NewCmdScan(f, nil)
+			cmd.SetArgs(append(tc.args, "--state", "close-wait"))
+			cmd.SilenceErrors, cmd.SilenceUsage = true, true
+			err := cmd.Execute()
+			if got := cmdutil.ExitCode(err); got != cmdutil.ExitUnknown {
+				t.Errorf("exit code %d (%v), want %d", got, err, cmdutil.ExitUnknown)
+			}
+			first, _, _ := strings.Cut(out.String(), "\n")
+			if !strings.HasPrefix(first, tc.wantOut) {
+				t.Errorf("first line %q, want %q", first, tc.wantOut)
+			}
+			// What main prints of the error, then the notes.
+			said := errOut.String()
+			if err != nil && !isSilentErr(err) {
+				said += err.Error() + "\n"
+			}
+			if n := strings.Count(out.String()+said, "no such process"); n != 1 {
+				t.Errorf("said %d times, want once:\nstdout %s\nstderr %s", n, out, said)
+			}
+			if tc.wantErr != "" && !strings.Contains(said, tc.wantErr) {
+				t.Errorf("stderr %q, want %q", said, tc.wantErr)
+			}
+			if strings.Contains(tc.args[1], ",") && !strings.Contains(out.String(), strconv.Itoa(os.Getpid())) {
+				t.Errorf("the process that is there is not listed:\n%s", out)
+			}
+		})
+	}
+}
+
+// isSilentErr: an ExitError without a message (main prints nothing).
+func isSilentErr(err error) bool {
+	var ee *cmdutil.ExitError
+	return errors.As(err, &ee) && ee.Err == nil
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -105,6 +106,10 @@ kdiag lint rules that check them.
 A verdict needs at least 6 samples over 30 s: "growing" is a least-squares
 slope at least 3 standard errors above zero with a fitted change of 3 or
 more sockets; "draining" the same downward; "steady" otherwise.
+
+A --pid that names no process at the first scan stops the watch, UNKNOWN
+(exit 3); one whose process exits during the watch is said, and the watch
+goes on.
 
 As root (or with CAP_BPF and CAP_PERFMON), --events auto attaches an eBPF
 counter of the kernel's TCP state changes: a scan in which no watched socket
@@ -399,6 +404,7 @@ func runWatch(o *WatchOptions) error {
 	defer ticker.Stop()
 	scans, failures := 0, 0
 	var lastErr error
+	var gone map[int]bool // --pid processes said to have exited
 loop:
 	for {
 		start := time.Now()
@@ -413,6 +419,14 @@ loop:
 			col.ScanFailed(dur)
 			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: scan failed: %v\n", err)
 		default:
+			if err := snap.MissingError(); err != nil {
+				if scans == 0 {
+					// A --pid that names no process: nothing to watch of
+					// it, said once, as scan and doctor say it.
+					return &cmdutil.ExitError{Code: cmdutil.ExitUnknown, Err: err}
+				}
+				gone = sayGone(o.IO.ErrOut, snap.Missing, gone)
+			}
 			scans++
 			tracker.Add(snap)
 			a := tracker.Current()
@@ -503,6 +517,26 @@ loop:
 		return cmdutil.Exit(cmdutil.ExitUnknown)
 	}
 	return nil
+}
+
+// sayGone says, once each, that pids of --pid that were there at the
+// first scan have exited since: the watch goes on (with the others, and
+// the series it has); it returns the pids said so far.
+func sayGone(w io.Writer, missing []int, said map[int]bool) map[int]bool {
+	if said == nil {
+		said = map[int]bool{}
+	}
+	var now []int
+	for _, p := range missing {
+		if !said[p] {
+			said[p] = true
+			now = append(now, p)
+		}
+	}
+	if len(now) > 0 {
+		fmt.Fprintf(w, "kdiag watch: %v: exited during the watch, which goes on\n", &netstat.NoProcessError{PIDs: now})
+	}
+	return said
 }
 
 // writeReport writes the report to path atomically (temp file, rename), in

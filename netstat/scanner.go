@@ -116,6 +116,9 @@ type Scanner struct {
 	cws cwIndex
 	// held carries the held CLOSE sockets between full fd walks.
 	held heldCache
+	// chosen remembers, in a repeated scan, the processes the query's
+	// remote filters selected for their held CLOSE sockets (see Query).
+	chosen *chosenPIDs
 	// tables is the scan's tableIndex, its memory reused by the next.
 	tables tableIndex
 	// sortKeys are a repeated scan's sort keys, reused by the next.
@@ -478,6 +481,7 @@ func (s *Scanner) selectProcesses(q Query, n *notes) (selection, error) {
 		alive[p] = true
 	}
 	s.attr.Prune(func(pid int) bool { return alive[pid] })
+	s.chosen.prune(func(pid int) bool { return alive[pid] })
 	var sel selection
 	sel.cand, sel.restricted, sel.missing = s.candidates(q, all, alive, n)
 	sel.groups = s.group(sel.cand, sel.restricted, n)
@@ -590,10 +594,16 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 			tables.add(socks, deduped)
 		}
 		kept := socks[:0]
+		// With remote filters, the sockets of the other states that
+		// match them select their holders' held CLOSE sockets of unknown
+		// remote (see Query); heldClosed finds those holders.
+		matchOthers := tables != nil && q.remoteFiltered()
 		for i := range socks {
 			if q.matchSocket(&socks[i]) {
 				socks[i].NetNS = g.ino
 				kept = append(kept, socks[i])
+			} else if matchOthers && socks[i].Inode != 0 && socks[i].State != Listen && q.matchRemote(socks[i].Remote) {
+				tables.match = append(tables.match, socks[i].Inode)
 			}
 		}
 		if !s.NoCache && !infoScan {

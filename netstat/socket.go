@@ -183,6 +183,12 @@ type Socket struct {
 	// the other one-byte fields, for the padding: 128 bytes a socket
 	// instead of 136. (It is not in the JSON, so no JSON field moves.)
 	HasAge bool `json:"-"`
+	// KeptByProcess says the socket was kept for its process, not for its
+	// address: a held CLOSE socket of unknown remote, which no --port,
+	// --remote or --brokers filter can match, kept because the filters
+	// select its process (see Query). It sits in the byte of padding
+	// after HasAge: the Socket stays 128 bytes.
+	KeptByProcess bool `json:"kept_by_process,omitempty"`
 	// IdleMS is, for a CLOSE_WAIT socket whose FIN time is exact (AgeAt
 	// span 0), how long the connection had carried no data when the peer's
 	// FIN came, in milliseconds: tcp_info's time since the last data sent

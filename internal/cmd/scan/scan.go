@@ -81,6 +81,13 @@ default) or a list with close pays for it; --state close-wait does not. Their
 addresses are unknown to a single scan ("-"); kdiag watch keeps the ones they
 had in CLOSE_WAIT.
 
+Held CLOSE counts as a leak wherever CLOSE_WAIT does: --port, --remote and
+--brokers, which cannot match a held socket of unknown address, keep those of
+the processes they select, marked "*": a process that holds a socket the
+filters match, in any state (an ESTABLISHED connection to a broker will do),
+or, with --brokers, a Kafka client by its own files (kafka-clients, librdkafka).
+kdiag watch also keeps selecting a process that held such a socket before.
+
 With --warn or --crit scan is a monitoring check (the Nagios plugin convention):
 a one-line summary first, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, on the
 largest count of CLOSE_WAIT plus held CLOSE sockets of one process ("more than

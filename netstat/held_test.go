@@ -475,6 +475,78 @@ func TestScanHeldKeptByFilters(t *testing.T) {
 	}
 }
 
+// TestScanCountsHeldLeftOut: a one-shot scan of CLOSE_WAIT alone
+// (CountHeld) counts the held CLOSE sockets it leaves out, from the pass
+// over the socket fds, for the processes its filters select, and says so
+// in one note; without the iterator it says it could not count them.
+func TestScanCountsHeldLeftOut(t *testing.T) {
+	c := sockettest.StartChild(t, sockettest.Spec{Established: 1, CloseWait: 4, KeepAlive: time.Second,
+		DeferKeepAlive: true, FinTimeout: 2 * time.Second, NetNS: true})
+	if err := c.StartKeepAliveOn(3); err != nil {
+		t.Fatal(err)
+	}
+	one := NewScanner("/proc")
+	one.NoCache = true
+	defer one.Close()
+	waitStates(t, one, Query{States: AllStates, PIDs: []int{c.PID}}, c.PID, map[string]int{"CLOSE_WAIT": 1, "CLOSE": 3, "ESTABLISHED": 2, "LISTEN": 1})
+	broker := c.CloseWait[0].Remote
+	cw := States(CloseWait)
+	sources := fdSources(t)
+	if slices.Contains(sources, FDsIterator) {
+		// auto walks a few processes' fds (--pid), and counts from a pass
+		// after the dump.
+		sources = append(sources, FDsAuto)
+	}
+	for _, fds := range sources {
+		for _, tc := range []struct {
+			name string
+			q    Query
+			want int
+		}{
+			{"--pid", Query{States: cw, PIDs: []int{c.PID}}, 3},
+			{"every process, --port", Query{States: cw, RemotePorts: []uint16{broker.Port()}}, 3},
+			// Its only socket to that port is ESTABLISHED, not dumped.
+			{"--port of its ESTABLISHED connection", Query{States: cw, PIDs: []int{c.PID}, RemotePorts: []uint16{c.Established[0].Remote.Port()}}, 0},
+		} {
+			t.Run(fds+"/"+tc.name, func(t *testing.T) {
+				s := NewScanner("/proc")
+				s.NoCache, s.FDs, s.CountHeld = true, fds, true
+				defer s.Close()
+				snap, err := s.Scan(context.Background(), tc.q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, x := range snap.Sockets {
+					if x.State != CloseWait {
+						t.Errorf("%+v: a --state close-wait scan reported it", x)
+					}
+				}
+				var said []string
+				for _, n := range snap.Notes {
+					if strings.Contains(n, "held CLOSE") {
+						said = append(said, n)
+					}
+				}
+				if fds == FDsProc {
+					if snap.HeldLeftOut != -1 || len(said) != 1 || !strings.Contains(said[0], "were not counted") {
+						t.Errorf("without the iterator: HeldLeftOut %d, notes %q; want -1 and one note saying so", snap.HeldLeftOut, said)
+					}
+					return
+				}
+				want := fmt.Sprintf("3 held CLOSE sockets left out, of pid %d (", c.PID)
+				switch {
+				case snap.HeldLeftOut != tc.want:
+					t.Errorf("HeldLeftOut %d, want %d (notes %q)", snap.HeldLeftOut, tc.want, snap.Notes)
+				case tc.want > 0 && (len(said) != 1 || !strings.HasPrefix(said[0], want) || !strings.Contains(said[0], "--state close-wait,close")):
+					t.Errorf("notes %q, want one starting %q and saying how to see them", said, want)
+				case tc.want == 0 && len(said) != 0:
+					t.Errorf("notes %q, want none", said)
+				}
+			})
+		}
+	}
+}
+
 // TestSelectedProcessesRemembered: a repeated scan keeps selecting a
 // process that held a socket its remote filters matched at an earlier
 // scan, until the process is gone or the filters change; a one-shot scan

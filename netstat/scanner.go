@@ -90,6 +90,18 @@ type Scanner struct {
 	// its table, one row a process (3.4 ms of a case D close-wait scan).
 	Unordered bool
 
+	// CountHeld has a one-shot scan (NoCache) whose query leaves CLOSE
+	// out count the held CLOSE sockets it leaves out (Snapshot.HeldLeftOut,
+	// and a note): those the query would keep with CLOSE in it, of the
+	// processes its remote filters select from what it sees (see Query:
+	// without the other states' sockets, not dumped, nor earlier scans).
+	// They are the same leak as CLOSE_WAIT, one stage later. It reads them
+	// from the pass over every socket fd, whose records then carry each
+	// socket's state (sockfd.FD.HeldClose): no dump of the other states
+	// and no walk of /proc. Where the socket fd iterator cannot be had it
+	// says, in a note, that they were not counted. kdiag scan sets it.
+	CountHeld bool
+
 	// Phase, when set, is called as each stage of a full scan ends, with
 	// its name (kdiag scan's hidden --phases prints them with the time:
 	// where BENCHMARKS.md's breakdowns of a scan come from).
@@ -234,7 +246,8 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if wantClose {
 		dumpStates |= tableStates
 	}
-	pre, err := s.fdSource(ctx, sel, wantClose)
+	countHeld := s.CountHeld && s.NoCache && !wantClose
+	pre, err := s.fdSource(ctx, sel, wantClose, countHeld)
 	if err != nil {
 		return nil, err
 	}
@@ -313,6 +326,9 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.phase("joined and attributed")
 	if wantClose {
 		s.heldClosed(ctx, snap, sel, q, tables)
+	}
+	if countHeld {
+		snap.HeldLeftOut = s.countHeldLeftOut(snap, q, sel, tableDone, &n)
 	}
 	s.recordAges(snap, infoScan)
 	s.applyTransitions(snap, &n)
@@ -399,17 +415,22 @@ func sameMemory(a, b []Socket) bool {
 // with the iterator, a pass started now, while the kernel dumps (its
 // result is then the Attributor's table); for a repeated scan, the
 // iterator itself, for the passes the Attributor makes when it must walk.
-// nil and no error: /proc/<pid>/fd, as before the iterator.
+// nil and no error: /proc/<pid>/fd, as before the iterator. countHeld
+// has a one-shot scan's pass read each socket's state (CountHeld), and so
+// pass whatever the host's size, except for a few processes (--pid),
+// whose fds it walks as before: countHeldLeftOut passes after the dump,
+// not beside it (the two at once took more than a low open-file limit
+// allows, and the dump failed).
 //
 // A repeated scan of a query with CLOSE reads every socket fd every scan
 // anyway (heldClosed), so it too passes beside the dump and attributes from
 // that pass alone, keeping no holders between scans: one pass a scan
 // instead of a pass for the held sockets and readlinks to verify the cached
 // holders, and no cache (80,000 socket fds: 5 MB).
-func (s *Scanner) fdSource(ctx context.Context, sel selection, wantClose bool) (*prefetch, error) {
+func (s *Scanner) fdSource(ctx context.Context, sel selection, wantClose, countHeld bool) (*prefetch, error) {
 	s.attr.fds = nil
 	if s.NoCache || (wantClose && s.mayIterate(true)) {
-		pre, err := s.startPrefetch(ctx, sel.groups, sel.cand, !sel.restricted, wantClose)
+		pre, err := s.startPrefetch(ctx, sel.groups, sel.cand, !sel.restricted, wantClose || countHeld)
 		if pre != nil && !s.NoCache {
 			s.attr.NoCache, s.attr.cache = true, nil
 		}

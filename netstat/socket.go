@@ -355,6 +355,11 @@ type Snapshot struct {
 	// than dump: the counts are current, Recv-Q, Send-Q and holders are
 	// as of that dump (at most Scanner.RefreshEvery ago).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// HeldLeftOut counts, for a scan with Scanner.CountHeld whose query
+	// leaves CLOSE out, the held CLOSE sockets it left out (a note says
+	// it, and how to see them); -1 when it could not count them (a note
+	// says why). Not in the JSON: the notes carry it.
+	HeldLeftOut int `json:"-"`
 	// Missing are the pids of Query.PIDs that named no process when the
 	// scan listed the processes, sorted: a --pid that names no process is
 	// said, in every command, as MissingError says it (and makes the

@@ -61,7 +61,8 @@ func heldChild(t *testing.T) *sockettest.Child {
 // socket has no remote to match), labelled in JSON, wide and the table,
 // and the check counts them with the CLOSE_WAIT: 1 CLOSE_WAIT and 3 held
 // CLOSE are CRITICAL above 2 with a filter as without (before, --brokers
-// made it WARNING, 1).
+// made it WARNING, 1). --state close-wait leaves them out and says so,
+// once, on stderr.
 func TestScanFiltersKeepHeldClose(t *testing.T) {
 	c := heldChild(t)
 	broker := c.CloseWait[0].Remote
@@ -148,6 +149,25 @@ func TestScanFiltersKeepHeldClose(t *testing.T) {
 			}
 			if !strings.Contains(rest, cell) {
 				t.Errorf("table: the HELD-CLOSE count %q is not there:\n%s", cell, rest)
+			}
+
+			// --state close-wait leaves them out, and says so in one line.
+			out, errOut, err = run(t, append(slices.Clone(fl), "--state", "close-wait")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, "CLOSE ") || strings.Contains(out, "HELD") {
+				t.Errorf("--state close-wait listed held CLOSE:\n%s", out)
+			}
+			var lines []string
+			for _, l := range strings.Split(errOut, "\n") {
+				if strings.Contains(l, "held CLOSE") {
+					lines = append(lines, l)
+				}
+			}
+			wantLine := fmt.Sprintf("kdiag: note: 3 held CLOSE sockets left out, of pid %d (", c.PID)
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], wantLine) || !strings.HasSuffix(lines[0], "--state close-wait,close shows them") {
+				t.Errorf("stderr lines about held CLOSE %q, want one: %q ... --state close-wait,close shows them", lines, wantLine)
 			}
 		})
 	}

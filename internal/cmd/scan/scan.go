@@ -77,9 +77,10 @@ CLOSE (the HELD-CLOSE column) is what ss cannot show: TCP sockets the kernel
 dropped from its tables (a keepalive probe after a CLOSE_WAIT got the peer's
 RST) whose fds the process still holds: the same leak one stage later. They
 are found by reading every fd of the processes, so only --state all (the
-default) or a list with close pays for it; --state close-wait does not. Their
-addresses are unknown to a single scan ("-"); kdiag watch keeps the ones they
-had in CLOSE_WAIT.
+default) or a list with close lists them; --state close-wait says on stderr how
+many it left out (read from the pass over the socket fds it makes as root, where
+each socket's state comes with it). Their addresses are unknown to a single
+scan ("-"); kdiag watch keeps the ones they had in CLOSE_WAIT.
 
 Held CLOSE counts as a leak wherever CLOSE_WAIT does: --port, --remote and
 --brokers, which cannot match a held socket of unknown address, keep those of
@@ -100,11 +101,11 @@ processes that exited during the scan) go to stderr, once.`,
 		Example: `  # every socket, one row per process
   kdiag scan
 
-  # the CLOSE_WAIT sockets toward a Kafka cluster, one line per socket
-  kdiag scan --state close-wait --brokers kafka-1:9092,kafka-2:9092 -o wide
+  # the leaked sockets toward a Kafka cluster (CLOSE_WAIT and held CLOSE), one line per socket
+  kdiag scan --state close-wait,close --brokers kafka-1:9092,kafka-2:9092 -o wide
 
-  # a Nagios/Icinga check: WARNING above 100 CLOSE_WAIT in one process, CRITICAL above 1000
-  kdiag scan --state close-wait --warn 100 --crit 1000
+  # a Nagios/Icinga check: WARNING above 100 CLOSE_WAIT plus held CLOSE in one process, CRITICAL above 1000
+  kdiag scan --state close-wait,close --warn 100 --crit 1000
 
   # the sockets of java processes, as JSON
   kdiag scan --process java -o json`,
@@ -233,6 +234,8 @@ func runScan(opts *ScanOptions) error {
 		s.FDs = opts.FDs
 		s.Now = opts.Now
 		s.NoCache = true // one scan: nothing to reuse
+		// --state close-wait says how many held CLOSE it left out.
+		s.CountHeld = true
 		// The table has a row a process, whose figures do not depend on
 		// the sockets' order (ties broken by address): no sort.
 		s.Unordered = opts.Output == "table"

@@ -171,27 +171,40 @@ func NewScanner(procRoot string) *Scanner {
 	return &Scanner{ProcRoot: procRoot, Source: SourceAuto, attr: NewAttributor(procRoot), euid: os.Geteuid()}
 }
 
-// notes collects a scan's notes, each said once, in order.
+// notes collects a scan's notes (Snapshot.Notes) and details
+// (Snapshot.Details), each said once, in order.
 type notes struct {
-	list []string
-	seen map[string]bool
+	list, details []string
+	seen          map[string]bool
 }
 
 func (n *notes) add(format string, args ...any) {
-	s := fmt.Sprintf(format, args...)
+	n.put(&n.list, fmt.Sprintf(format, args...))
+}
+
+// detail adds a detail: what a host whose processes and connections come
+// and go makes of nearly every scan, and that limits nothing it reports.
+func (n *notes) detail(format string, args ...any) {
+	n.put(&n.details, fmt.Sprintf(format, args...))
+}
+
+func (n *notes) put(to *[]string, s string) {
 	if n.seen == nil {
 		n.seen = map[string]bool{}
 	}
 	if !n.seen[s] {
 		n.seen[s] = true
-		n.list = append(n.list, s)
+		*to = append(*to, s)
 	}
 }
 
-// merge adds o's notes after n's, in o's order.
+// merge adds o's notes and details after n's, in o's order.
 func (n *notes) merge(o *notes) {
 	for _, x := range o.list {
 		n.add("%s", x)
+	}
+	for _, x := range o.details {
+		n.detail("%s", x)
 	}
 }
 
@@ -349,7 +362,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.lastStats.Passes += s.attr.heldPasses
 	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, snap.Time, &n)
 	s.phase("processes read")
-	snap.Notes = n.list
+	snap.Notes, snap.Details = n.list, n.details
 	snap.Missing = sel.missing
 	s.dumps++
 	snap.Dump = s.dumps
@@ -726,7 +739,7 @@ func (s *Scanner) dropClosed(snap *Snapshot, sel selection, source string, n *no
 		}
 	}
 	snap.Sockets = kept
-	n.add("%s closed while the scan ran: left out", cmdPlural(len(gone), "socket", "sockets"))
+	n.detail("%s closed while the scan ran: left out", cmdPlural(len(gone), "socket", "sockets"))
 }
 
 // restrict keeps, with --pid or --process, only the selected processes'
@@ -829,7 +842,10 @@ func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) (
 // no readable process in it, so unattributed sockets are still seen.
 func (s *Scanner) group(pids []int, restricted bool, n *notes) []nsGroup {
 	self, selfErr := NetNSOf(s.ProcRoot, 0)
-	byNS, gnotes := GroupByNetNS(s.ProcRoot, pids)
+	byNS, gnotes, exited := groupByNetNS(s.ProcRoot, pids)
+	if exited != "" {
+		n.detail("%s", exited)
+	}
 	for _, x := range gnotes {
 		if s.euid == 0 && strings.Contains(x, "permission denied") {
 			// GroupByNetNS advises running as root; kdiag is root

@@ -355,6 +355,13 @@ type Snapshot struct {
 	// than dump: the counts are current, Recv-Q, Send-Q and holders are
 	// as of that dump (at most Scanner.RefreshEvery ago).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// Details are what a host whose processes and connections come and go
+	// makes of nearly every scan, and that limits nothing the scan
+	// reports: sockets closed while it ran (left out), processes that
+	// exited during it (their fds closed with them). Each is said once
+	// per scan; commands say them only when asked (-v), so that a scan or
+	// a watch on a busy host is not a stream of them.
+	Details []string `json:"details,omitempty"`
 	// HeldLeftOut counts, for a scan with Scanner.CountHeld whose query
 	// leaves CLOSE out, the held CLOSE sockets it left out (a note says
 	// it, and how to see them); -1 when it could not count them (a note

@@ -37,6 +37,9 @@ type ScanOptions struct {
 	Output string
 	// Warn and Crit are the CLOSE_WAIT-per-process thresholds; -1 is off.
 	Warn, Crit int
+	// Verbose (-v) also says the snapshot's details: sockets closed and
+	// processes exited while the scan ran (netstat.Snapshot.Details).
+	Verbose bool
 
 	// CPUProfile, when set (hidden --cpuprofile), is where the scan's CPU
 	// profile is written, for the benchmarks in BENCHMARKS.md.
@@ -96,8 +99,9 @@ N"). UNKNOWN also when sockets kdiag could not attribute could change it.
 
 A --pid that names no process makes the result UNKNOWN (exit 3), check or not.
 
-Notes about what could not be seen (other users' processes when not root,
-processes that exited during the scan) go to stderr, once.`,
+Notes about what could not be seen (other users' processes when not root, a
+namespace kdiag could not enter) go to stderr, once; what a busy host makes of
+every scan (sockets closed and processes exited while it ran) only with -v.`,
 		Example: `  # every socket, one row per process
   kdiag scan
 
@@ -124,6 +128,7 @@ processes that exited during the scan) go to stderr, once.`,
 	fl := cmd.Flags()
 	cmdutil.AddFilterFlags(fl, &opts.Filters)
 	cmdutil.FormatFlag(fl, &opts.Output, "table", cmdutil.Keys(formats))
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also note what a busy host makes of every scan: sockets closed and processes exited while it ran")
 	fl.IntVar(&opts.Warn, "warn", -1, "monitoring: WARNING (exit 1) when a process has more than N CLOSE_WAIT (plus held CLOSE) sockets")
 	fl.IntVar(&opts.Crit, "crit", -1, "monitoring: CRITICAL (exit 2) when a process has more than N CLOSE_WAIT (plus held CLOSE) sockets")
 	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the scan to this file")
@@ -275,6 +280,11 @@ func runScan(opts *ScanOptions) error {
 	// Notes after the summary, which a monitoring system reads first.
 	for _, n := range snap.Notes {
 		fmt.Fprintf(opts.IO.ErrOut, "kdiag: note: %s\n", n)
+	}
+	if opts.Verbose {
+		for _, n := range snap.Details {
+			fmt.Fprintf(opts.IO.ErrOut, "kdiag: note: %s\n", n)
+		}
 	}
 	if err := formats[opts.Output](opts.IO.Out, snap, view{hostNS: opts.HostNetNS, now: opts.Now()}); err != nil {
 		return err

@@ -632,3 +632,27 @@ func isSilentErr(err error) bool {
 	var ee *cmdutil.ExitError
 	return errors.As(err, &ee) && ee.Err == nil
 }
+
+// TestDetailsOnlyVerbose: a snapshot's details (sockets closed while the
+// scan ran) go to stderr only with -v; its notes always, once.
+func TestDetailsOnlyVerbose(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		f, _, errOut := factory()
+		o := fixedOptions(f, "table", -1, -1)
+		o.Verbose = verbose
+		o.Scan = func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			s := fixedSnapshot()
+			s.Details = []string{"3 sockets closed while the scan ran: left out"}
+			return s, nil
+		}
+		if err := runScan(o); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(errOut.String(), "kdiag: note: 3 sockets closed while the scan ran: left out\n"); got != map[bool]int{false: 0, true: 1}[verbose] {
+			t.Errorf("-v %v: the detail said %d times:\n%s", verbose, got, errOut)
+		}
+		if got := strings.Count(errOut.String(), "kdiag: note: 1 socket unattributed"); got != 1 {
+			t.Errorf("-v %v: the note said %d times, want once:\n%s", verbose, got, errOut)
+		}
+	}
+}

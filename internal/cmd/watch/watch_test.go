@@ -810,3 +810,36 @@ func TestWatchMissingPID(t *testing.T) {
 		}
 	})
 }
+
+// TestDetailsOnlyVerbose: what a busy host makes of every scan (sockets
+// closed while it ran) is not said by default, and with -v each is said
+// once per run however many scans make it; a note is said once, at the end.
+func TestDetailsOnlyVerbose(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		ios, _, _, errOut := cmdutil.Test()
+		o := threeScans(ios, func(s *netstat.Snapshot, n int) {
+			s.Notes = []string{"the network namespace of pid 1 (init) could not be read even as root"}
+			s.Details = []string{"2 sockets closed while the scan ran: left out"}
+			if n == 3 {
+				s.Details = append(s.Details, "1 socket closed while the scan ran: left out")
+			}
+		})
+		o.Verbose = verbose
+		if err := runWatch(o); err != nil {
+			t.Fatal(err)
+		}
+		got := errOut.String()
+		want := 0
+		if verbose {
+			want = 1
+		}
+		for _, d := range []string{"kdiag watch: note: 2 sockets closed while the scan ran: left out\n", "kdiag watch: note: 1 socket closed while the scan ran: left out\n"} {
+			if n := strings.Count(got, d); n != want {
+				t.Errorf("-v %v: %q said %d times, want %d:\n%s", verbose, d, n, want, got)
+			}
+		}
+		if n := strings.Count(got, "namespace of pid 1"); n != 1 {
+			t.Errorf("-v %v: the note said %d times, want once:\n%s", verbose, n, got)
+		}
+	}
+}

@@ -485,17 +485,17 @@ func TestScanUnknownPID(t *testing.T) {
 	if d := cmp.Diff([]int{1 << 30, 1<<30 + 1}, snap.Missing); d != "" {
 		t.Errorf("missing pids (-want +got):\n%s", d)
 	}
-	want := fmt.Sprintf("pids %d, %d: no such process", 1<<30, 1<<30+1)
+	want := fmt.Sprintf("--pid %d names no process (no /proc/%d); --pid %d names no process (no /proc/%d)", 1<<30, 1<<30, 1<<30+1, 1<<30+1)
 	if err := snap.MissingError(); err == nil || err.Error() != want {
 		t.Errorf("MissingError() = %v, want %q", err, want)
 	}
 	for _, n := range snap.Notes {
-		if strings.Contains(n, "no such process") {
+		if strings.Contains(n, "no such process") || strings.Contains(n, "names no process") {
 			t.Errorf("note %q: a missing pid is said once, by MissingError", n)
 		}
 	}
 	one := (&Snapshot{Missing: []int{999999}}).MissingError()
-	if one == nil || one.Error() != "pid 999999: no such process" {
+	if one == nil || one.Error() != "--pid 999999 names no process (no /proc/999999)" {
 		t.Errorf("one missing pid: %v", one)
 	}
 	if err := (&Snapshot{}).MissingError(); err != nil {

@@ -387,17 +387,15 @@ type NoProcessError struct {
 	PIDs []int
 }
 
-// Error says "pid 999999: no such process", or "pids 7, 999999: no such
-// process".
+// Error says "--pid 999999 names no process (no /proc/999999)", as
+// doctor says it, one such clause a pid, joined by "; ".
 func (e *NoProcessError) Error() string {
-	if len(e.PIDs) == 1 {
-		return "pid " + strconv.Itoa(e.PIDs[0]) + ": no such process"
-	}
-	ps := make([]string, len(e.PIDs))
+	parts := make([]string, len(e.PIDs))
 	for i, p := range e.PIDs {
-		ps[i] = strconv.Itoa(p)
+		n := strconv.Itoa(p)
+		parts[i] = "--pid " + n + " names no process (no /proc/" + n + ")"
 	}
-	return "pids " + strings.Join(ps, ", ") + ": no such process"
+	return strings.Join(parts, "; ")
 }
 
 // MissingError returns the snapshot's Missing pids as a *NoProcessError,

@@ -589,11 +589,11 @@ func TestScanMissingPID(t *testing.T) {
 		wantOut, wantErr string
 	}{
 		{"check", []string{"--pid", strconv.Itoa(gone), "--warn", "1", "--crit", "2"},
-			"KDIAG UNKNOWN - pid 1073741824: no such process | close_wait=0;1;2 close_wait_total=0", ""},
+			"KDIAG UNKNOWN - --pid 1073741824 names no process (no /proc/1073741824) | close_wait=0;1;2 close_wait_total=0", ""},
 		{"check, one there and one not", []string{"--pid", strconv.Itoa(gone) + "," + strconv.Itoa(os.Getpid()), "--port", port, "--warn", "0", "--crit", "2"},
-			"KDIAG UNKNOWN - pid 1073741824: no such process | close_wait=1;0;2 close_wait_total=1", ""},
+			"KDIAG UNKNOWN - --pid 1073741824 names no process (no /proc/1073741824) | close_wait=1;0;2 close_wait_total=1", ""},
 		{"table", []string{"--pid", strconv.Itoa(gone) + "," + strconv.Itoa(os.Getpid()), "--port", port},
-			"PID ", "pid 1073741824: no such process"},
+			"PID ", "--pid 1073741824 names no process (no /proc/1073741824)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, out, errOut := factory()
@@ -614,7 +614,7 @@ func TestScanMissingPID(t *testing.T) {
 			if err != nil && !isSilentErr(err) {
 				said += err.Error() + "\n"
 			}
-			if n := strings.Count(out.String()+said, "no such process"); n != 1 {
+			if n := strings.Count(out.String()+said, "names no process"); n != 1 {
 				t.Errorf("said %d times, want once:\nstdout %s\nstderr %s", n, out, said)
 			}
 			if tc.wantErr != "" && !strings.Contains(said, tc.wantErr) {

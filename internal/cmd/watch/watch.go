@@ -542,8 +542,8 @@ func sayGone(w io.Writer, missing []int, said map[int]bool) map[int]bool {
 			now = append(now, p)
 		}
 	}
-	if len(now) > 0 {
-		fmt.Fprintf(w, "kdiag watch: %v: exited during the watch, which goes on\n", &netstat.NoProcessError{PIDs: now})
+	for _, p := range now {
+		fmt.Fprintf(w, "kdiag watch: --pid %d: the process exited during the watch, which goes on\n", p)
 	}
 	return said
 }

@@ -786,7 +786,7 @@ func TestWatchMissingPID(t *testing.T) {
 		if err != nil {
 			said += err.Error()
 		}
-		if n := strings.Count(said, "pid 1073741824: no such process"); n != 1 || strings.Contains(out, "finding") {
+		if n := strings.Count(said, "--pid 1073741824 names no process (no /proc/1073741824)"); n != 1 || strings.Contains(out, "finding") {
 			t.Errorf("said %d times (want once), or with findings:\nstdout %s\nstderr %s\nerror %v", n, out, errOut, err)
 		}
 	})
@@ -801,8 +801,8 @@ func TestWatchMissingPID(t *testing.T) {
 		if err != nil {
 			t.Errorf("exit %d (%v), want 0", cmdutil.ExitCode(err), err)
 		}
-		want := fmt.Sprintf("kdiag watch: pid %d: no such process: exited during the watch, which goes on\n", c.PID)
-		if n := strings.Count(errOut, "no such process"); n != 1 || !strings.Contains(errOut, want) {
+		want := fmt.Sprintf("kdiag watch: --pid %d: the process exited during the watch, which goes on\n", c.PID)
+		if n := strings.Count(errOut, "exited during the watch"); n != 1 || !strings.Contains(errOut, want) {
 			t.Errorf("stderr says it %d times, want once as %q:\n%s", n, want, errOut)
 		}
 		if n := strings.Count(out, "close_wait="); n < scans {

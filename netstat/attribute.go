@@ -297,6 +297,8 @@ type attrResult struct {
 	top int
 	// parts is how many walks the pid's fds were split into (0 or 1: one).
 	parts int
+	// holdsMatch: heldTCP's walk found a socket of its match in the pid.
+	holdsMatch bool
 }
 
 type attrSeen struct {

@@ -323,9 +323,10 @@ func familyOf(f sockfd.FD) Family {
 
 // heldPass returns, from the prefetched table or one pass of a.fds, the
 // TCP socket fds of pids whose inode known (sorted) lacks: heldTCP's walk of
-// every fd, for the pids no attribution pass read whole. false when there
-// is neither or the pass failed.
-func (a *Attributor) heldPass(pids []int, known []uint64) ([]heldFD, bool) {
+// every fd, for the pids no attribution pass read whole; and notes in
+// holders the pids holding a socket of match (when it is not nil). false
+// when there is neither or the pass failed.
+func (a *Attributor) heldPass(pids []int, known, match []uint64, holders map[int]bool) ([]heldFD, bool) {
 	if (a.fds == nil && a.table == nil) || len(pids) == 0 {
 		return nil, false
 	}
@@ -335,8 +336,13 @@ func (a *Attributor) heldPass(pids []int, known []uint64) ([]heldFD, bool) {
 	}
 	var out []heldFD
 	each := func(f sockfd.FD) bool {
-		if keep[f.PID] && f.IsTCP() && !inSorted(known, f.Inode) {
+		if !keep[f.PID] || !f.IsTCP() {
+			return true
+		}
+		if !inSorted(known, f.Inode) {
 			out = append(out, heldFD{pid: int(f.PID), fd: int(f.FD), ino: f.Inode, family: familyOf(f)})
+		} else if holders != nil && inSorted(match, f.Inode) {
+			holders[int(f.PID)] = true
 		}
 		return true
 	}

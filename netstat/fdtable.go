@@ -18,7 +18,8 @@ type fdTable struct {
 }
 
 // fdRec is one socket fd: its inode, its pid with what it is in the top
-// bits (fdTCP4, fdTCP6; 0 for another protocol, or not asked), its fd.
+// bits (fdTCP4, fdTCP6; 0 for another protocol, or not asked; fdHeld for
+// a TCP socket in state CLOSE), its fd.
 type fdRec struct {
 	ino uint64
 	pid uint32
@@ -30,7 +31,8 @@ type fdRec struct {
 const (
 	fdTCP4    = 1 << 30
 	fdTCP6    = 2 << 30
-	fdPIDMask = 1<<30 - 1
+	fdHeld    = 1 << 29 // sockfd.FD.HeldClose
+	fdPIDMask = 1<<29 - 1
 )
 
 // fdChunkLen is the records of one chunk: 1 MiB.
@@ -57,6 +59,9 @@ func (t *fdTable) add(f sockfd.FD) {
 		pid |= fdTCP4
 		if f.IPv6() {
 			pid = pid&fdPIDMask | fdTCP6
+		}
+		if f.HeldClose() {
+			pid |= fdHeld
 		}
 	}
 	c := &t.chunks[len(t.chunks)-1]
@@ -86,14 +91,17 @@ func (t *fdTable) release() {
 }
 
 // fd returns the record as a sockfd.FD (its family and protocol only when
-// it is TCP).
+// it is TCP, its state only when it is held CLOSE).
 func (r fdRec) sockFD() sockfd.FD {
 	f := sockfd.FD{Inode: r.ino, PID: int32(r.pid & fdPIDMask), FD: r.fd}
-	switch r.pid &^ fdPIDMask {
+	switch r.pid &^ (fdPIDMask | fdHeld) {
 	case fdTCP4:
 		f.Family, f.Type, f.Protocol = 2, 1, 6
 	case fdTCP6:
 		f.Family, f.Type, f.Protocol = 10, 1, 6
+	}
+	if r.pid&fdHeld != 0 {
+		f.State = sockfd.TCPClose
 	}
 	return f
 }

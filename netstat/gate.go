@@ -136,6 +136,8 @@ func (g *scanGate) carry(now time.Time) *Snapshot {
 		Sockets:   p.Sockets,
 		Processes: p.Processes,
 		Notes:     p.Notes,
+		Details:   p.Details,
+		Missing:   p.Missing,
 		Unchanged: true,
 		Dump:      p.Dump,
 	}

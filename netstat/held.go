@@ -1,14 +1,18 @@
 package netstat
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/kdiag/kdiag/netstat/sockfd"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,10 +45,15 @@ type heldFD struct {
 // (known is sorted): from what the attribution walk collected for the pids
 // it read whole (CollectOthers), and from a walk of every fd of the others.
 // A process that exits or refuses its fds is skipped: attribution has said
-// so already.
-func (a *Attributor) heldTCP(ctx context.Context, pids []int, known []uint64) []heldFD {
+// so already. It also returns the pids that hold a socket of match (sorted,
+// a subset of known; nil when match is empty), read on the same walk.
+func (a *Attributor) heldTCP(ctx context.Context, pids []int, known, match []uint64) ([]heldFD, map[int]bool) {
 	var out []heldFD
 	var rest []int
+	var holders map[int]bool
+	if len(match) > 0 {
+		holders = map[int]bool{}
+	}
 	for _, p := range pids {
 		if !a.Complete[p] {
 			rest = append(rest, p)
@@ -53,7 +62,13 @@ func (a *Attributor) heldTCP(ctx context.Context, pids []int, known []uint64) []
 	if len(a.Others) > 0 {
 		w := a.worker()
 		for _, o := range a.Others {
-			if inSorted(known, o.ino) || !a.Complete[o.pid] {
+			if !a.Complete[o.pid] {
+				continue
+			}
+			if inSorted(known, o.ino) {
+				if holders != nil && inSorted(match, o.ino) {
+					holders[o.pid] = true
+				}
 				continue
 			}
 			if o.family != 0 {
@@ -67,14 +82,17 @@ func (a *Attributor) heldTCP(ctx context.Context, pids []int, known []uint64) []
 		}
 		a.putWorker(w)
 	}
-	if more, ok := a.heldPass(rest, known); ok {
+	if more, ok := a.heldPass(rest, known, match, holders); ok {
 		out, rest = append(out, more...), nil
 	}
 	for _, res := range a.pool(ctx, rest, func(w *attrWorker, pid int) attrResult {
-		return w.held(a, pid, known)
+		return w.held(a, pid, known, match)
 	}) {
 		for _, s := range res.seen {
 			out = append(out, heldFD{pid: res.pid, fd: int(s.fd), ino: s.ino, family: Family(s.proto)})
+		}
+		if res.holdsMatch {
+			holders[res.pid] = true
 		}
 	}
 	slices.SortFunc(out, func(x, y heldFD) int {
@@ -83,12 +101,13 @@ func (a *Attributor) heldTCP(ctx context.Context, pids []int, known []uint64) []
 		}
 		return x.fd - y.fd
 	})
-	return out
+	return out, holders
 }
 
 // held reads every fd of pid: each socket whose inode known lacks and whose
-// protocol is TCP goes into the result's seen, with its family as proto.
-func (w *attrWorker) held(a *Attributor, pid int, known []uint64) attrResult {
+// protocol is TCP goes into the result's seen, with its family as proto;
+// holdsMatch says whether pid holds a socket of match.
+func (w *attrWorker) held(a *Attributor, pid int, known, match []uint64) attrResult {
 	res := attrResult{pid: pid}
 	dir := a.ProcRoot + "/" + strconv.Itoa(pid) + "/fd"
 	dfd, err := a.open(dir)
@@ -114,6 +133,7 @@ func (w *attrWorker) held(a *Attributor, pid int, known []uint64) attrResult {
 				continue
 			}
 			if inSorted(known, ino) {
+				res.holdsMatch = res.holdsMatch || (len(match) > 0 && inSorted(match, ino))
 				continue
 			}
 			if fam := w.tcpFamily(dir, fd); fam != 0 {
@@ -169,6 +189,11 @@ func trimNUL(b []byte) []byte {
 type tableIndex struct {
 	inodes []uint64
 	cw     *cwIndex
+	// match are the inodes of the dumped sockets the query's remote
+	// filters match but its states do not (collect): their holders are
+	// selected processes (see Query), whose held CLOSE sockets of unknown
+	// remote the scan keeps.
+	match []uint64
 }
 
 // reset empties t for a scan, keeping its slice's memory unless the last
@@ -177,7 +202,7 @@ func (t *tableIndex) reset() {
 	if cap(t.inodes) > 4*len(t.inodes)+1024 {
 		t.inodes = nil
 	}
-	t.inodes, t.cw = t.inodes[:0], nil
+	t.inodes, t.cw, t.match = t.inodes[:0], nil, t.match[:0]
 }
 
 // add notes socks, before the query's filter; noted says their inodes are
@@ -256,11 +281,15 @@ func (e *cwEntry) addrs() (local, remote netip.AddrPort) {
 // heldClosed adds to snap the TCP sockets the selected processes hold that
 // no dump listed, in state CLOSE, with their pid, fd, inode and namespace;
 // their addresses are those they had in CLOSE_WAIT when a repeated scan saw
-// them then, else left empty (unknown). The query's filters apply: a held
-// socket of unknown remote matches no --port, --remote or --brokers.
+// them then, else left empty (unknown). The query's filters apply: one of
+// known remote is matched by it; one of unknown remote, which no --port,
+// --remote or --brokers can match, is kept when the filters select its
+// process (see Query), marked KeptByProcess.
 func (s *Scanner) heldClosed(ctx context.Context, snap *Snapshot, sel selection, q Query, t *tableIndex) {
 	slices.Sort(t.inodes)
 	t.inodes = slices.Compact(t.inodes)
+	slices.Sort(t.match)
+	t.match = slices.Compact(t.match)
 	nsOf := map[int]uint64{}
 	var pids []int
 	for _, g := range sel.groups {
@@ -269,8 +298,10 @@ func (s *Scanner) heldClosed(ctx context.Context, snap *Snapshot, sel selection,
 			pids = append(pids, p)
 		}
 	}
+	fds, holders := s.heldFDs(ctx, snap, pids, t)
+	selected := s.selectedProcesses(snap, q, holders)
 	seen := map[uint64]bool{}
-	for _, h := range s.heldFDs(ctx, snap, pids, t) {
+	for _, h := range fds {
 		if seen[h.ino] {
 			continue // shared across fork: one holder, as attribution gives
 		}
@@ -282,7 +313,11 @@ func (s *Scanner) heldClosed(ctx context.Context, snap *Snapshot, sel selection,
 				e.seen = t.cw.gen
 			}
 		}
-		if q.matchSocket(&x) {
+		switch {
+		case q.matchSocket(&x):
+			snap.Sockets = append(snap.Sockets, x)
+		case !x.Remote.IsValid() && selected(h.pid):
+			x.KeptByProcess = true
 			snap.Sockets = append(snap.Sockets, x)
 		}
 	}
@@ -290,6 +325,155 @@ func (s *Scanner) heldClosed(ctx context.Context, snap *Snapshot, sel selection,
 		// Gone: closed, or reset and closed.
 		cw.t.sweep(func(_ uint64, e *cwEntry) bool { return e.seen == cw.gen })
 	}
+}
+
+// selectedProcesses returns whether the query's remote filters select a
+// process (see Query) for its held CLOSE sockets of unknown remote: it
+// holds one of the sockets kept so far (each matched the filters), or one
+// of the other states that matched them (holders, from heldTCP's walk), or
+// a repeated scan found it so before; or, with --brokers, its own files
+// say it is a Kafka client. A repeated scan remembers the pids found so
+// (as long as they live and the filters stay the same).
+func (s *Scanner) selectedProcesses(snap *Snapshot, q Query, holders map[int]bool) func(pid int) bool {
+	if !q.remoteFiltered() {
+		s.chosen = nil
+		return func(int) bool { return true }
+	}
+	chosen := map[int]bool{}
+	for p := range holders {
+		chosen[p] = true
+	}
+	for i := range snap.Sockets {
+		if p := snap.Sockets[i].PID; p > 0 {
+			chosen[p] = true
+		}
+	}
+	if !s.NoCache {
+		key := q.remoteKey()
+		if s.chosen == nil || s.chosen.key != key {
+			s.chosen = &chosenPIDs{key: key, pids: map[int]bool{}, kafka: map[int]bool{}}
+		}
+		for p := range s.chosen.pids {
+			chosen[p] = true
+		}
+		maps.Copy(s.chosen.pids, chosen)
+	}
+	return func(pid int) bool {
+		if chosen[pid] {
+			return true
+		}
+		if len(q.Brokers) == 0 {
+			return false
+		}
+		if s.chosen != nil {
+			if k, ok := s.chosen.kafka[pid]; ok {
+				return k
+			}
+		}
+		k := s.kafkaByOwnFiles(pid)
+		if s.chosen != nil {
+			s.chosen.kafka[pid] = k
+		}
+		chosen[pid] = k
+		return k
+	}
+}
+
+// chosenPIDs is what a repeated scan remembers of the processes its remote
+// filters selected (selectedProcesses), for the filters named key: those
+// that held a socket the filters matched, and what each process's own
+// files said of a Kafka client.
+type chosenPIDs struct {
+	key   string
+	pids  map[int]bool
+	kafka map[int]bool
+}
+
+// prune forgets the processes that are gone.
+func (c *chosenPIDs) prune(alive func(pid int) bool) {
+	if c == nil {
+		return
+	}
+	maps.DeleteFunc(c.pids, func(p int, _ bool) bool { return !alive(p) })
+	maps.DeleteFunc(c.kafka, func(p int, _ bool) bool { return !alive(p) })
+}
+
+// kafkaByOwnFiles reports whether pid's own files say it is a Kafka client
+// (ownKafkaReason: its class path, an open kafka-clients jar, librdkafka).
+func (s *Scanner) kafkaByOwnFiles(pid int) bool {
+	dir := s.ProcRoot + "/" + strconv.Itoa(pid)
+	comm, err := os.ReadFile(dir + "/comm")
+	if err != nil {
+		return false
+	}
+	cl, err := os.ReadFile(dir + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(bytes.TrimRight(cl, "\x00")), "\x00")
+	return ownKafkaReason(kafkaEvidence{procRoot: s.ProcRoot, pid: pid, name: strings.TrimSpace(string(comm)), args: args}) != ""
+}
+
+// countHeldLeftOut counts, for a one-shot scan whose query leaves CLOSE
+// out (Scanner.CountHeld), the held CLOSE sockets the query would keep with
+// CLOSE in it: from table, the scan's pass over every socket fd, or when
+// it made none (a few processes, whose fds it walked) from a pass now,
+// after the dump. With remote filters only the processes holding a socket
+// the scan kept, or with --brokers a Kafka client by its own files, are
+// counted: the other states were not dumped (see Query). A note says how
+// many, whose, and how to see them; -1 and a note when there is no socket
+// fd iterator to count them with.
+func (s *Scanner) countHeldLeftOut(snap *Snapshot, q Query, sel selection, table *fdTable, n *notes) int {
+	type held struct {
+		pid int
+		ino uint64
+	}
+	var found []held
+	switch {
+	case table != nil:
+		table.each(func(r fdRec) bool {
+			if r.pid&fdHeld != 0 {
+				found = append(found, held{int(r.pid & fdPIDMask), r.ino})
+			}
+			return true
+		})
+	case s.mayIterate(true):
+		keep := make(map[int32]bool, len(sel.cand))
+		for _, p := range sel.cand {
+			keep[int32(p)] = true
+		}
+		it, err := s.openIterator(true)
+		if err == nil && it != nil {
+			err = it.Each(func(f sockfd.FD) bool {
+				if f.HeldClose() && (!sel.restricted || keep[f.PID]) {
+					found = append(found, held{int(f.PID), f.Inode})
+				}
+				return true
+			})
+			s.Close() // a one-shot scan's: nothing passes again
+		}
+		if err == nil && it != nil {
+			break
+		}
+		fallthrough
+	default:
+		n.add("held CLOSE sockets (CLOSE_WAIT sockets a keepalive reset took out of the kernel's tables, still held) were not counted: that needs the socket fd iterator (root, Linux 5.11 or later with BTF); --state close-wait,close finds them")
+		return -1
+	}
+	selected := s.selectedProcesses(snap, q, nil)
+	seen := map[uint64]bool{}
+	var pids []int
+	for _, h := range found {
+		if !seen[h.ino] && selected(h.pid) {
+			seen[h.ino] = true // shared across fork: counted once
+			pids = append(pids, h.pid)
+		}
+	}
+	if len(seen) > 0 {
+		n.add("%s left out, of %s: CLOSE_WAIT sockets a keepalive reset took out of the kernel's tables, still held (the same leak); --state close-wait,close shows them",
+			cmdPlural(len(seen), "held CLOSE socket", "held CLOSE sockets"), pidList(pids, s.comm))
+	}
+	return len(seen)
 }
 
 // heldCache is what a repeated scan keeps of the held CLOSE sockets between
@@ -307,14 +491,19 @@ type heldCache struct {
 // and adds the CLOSE_WAIT sockets of the last scan that no dump lists now
 // and whose fd still names them: each costs one readlink, not a walk of
 // every fd of every process each second.
-func (s *Scanner) heldFDs(ctx context.Context, snap *Snapshot, pids []int, t *tableIndex) []heldFD {
+//
+// It also returns the pids that hold a socket of t.match, from the walk
+// (nil without one: the Scanner remembers the last walk's, see
+// selectedProcesses).
+func (s *Scanner) heldFDs(ctx context.Context, snap *Snapshot, pids []int, t *tableIndex) ([]heldFD, map[int]bool) {
 	if s.NoCache {
-		return s.attr.heldTCP(ctx, pids, t.inodes)
+		return s.attr.heldTCP(ctx, pids, t.inodes, t.match)
 	}
 	c := &s.held
 	var out []heldFD
+	var holders map[int]bool
 	if c.at.IsZero() || snap.Time.Sub(c.at) >= cmp.Or(s.InfoEvery, DefaultInfoEvery) || snap.Time.Before(c.at) {
-		out = s.attr.heldTCP(ctx, pids, t.inodes)
+		out, holders = s.attr.heldTCP(ctx, pids, t.inodes, t.match)
 		c.at = snap.Time
 	} else {
 		alive := make(map[int]bool, len(pids))
@@ -358,7 +547,7 @@ func (s *Scanner) heldFDs(ctx context.Context, snap *Snapshot, pids []int, t *ta
 		}
 		cw.holders = cw.gen
 	}
-	return out
+	return out, holders
 }
 
 // fdNames reports whether h's fd still names its socket.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -48,7 +49,7 @@ func waitStates(t *testing.T, s *Scanner, q Query, pid int, want map[string]int)
 			return snap
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 60s the child's sockets are %v, want %v", got, want)
+			t.Fatalf("after 60s the child's sockets are %v, want %v (notes %q)", got, want, snap.Notes)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -358,7 +359,224 @@ func TestDropClosed(t *testing.T) {
 	if len(snap.Sockets) != 1 || snap.Sockets[0].Inode != live.Inode {
 		t.Errorf("sockets left %+v, want only the live one (inode %d)", snap.Sockets, live.Inode)
 	}
-	if len(n.list) != 1 || !strings.Contains(n.list[0], "1 socket closed while the scan ran") {
-		t.Errorf("notes %q, want one saying a socket closed while the scan ran", n.list)
+	// Churn limits nothing the scan reports: a detail, said with -v.
+	if len(n.details) != 1 || !strings.Contains(n.details[0], "1 socket closed while the scan ran") || len(n.list) != 0 {
+		t.Errorf("notes %q, details %q; want no note and one detail saying a socket closed while the scan ran", n.list, n.details)
+	}
+}
+
+// TestScanHeldKeptByFilters: a process holding 1 CLOSE_WAIT and 3 held
+// CLOSE sockets toward a "broker" (the CloseWait listener), and one
+// ESTABLISHED connection elsewhere: --brokers, --remote and --port keep
+// exactly its 3 held CLOSE sockets, marked KeptByProcess, with the
+// CLOSE_WAIT they match, and count them in the process's states; a port
+// it only has an ESTABLISHED connection to selects its held sockets too
+// (any state), and a port it has nothing to selects nothing.
+func TestScanHeldKeptByFilters(t *testing.T) {
+	c := sockettest.StartChild(t, sockettest.Spec{Established: 1, CloseWait: 4, KeepAlive: time.Second,
+		DeferKeepAlive: true, FinTimeout: 2 * time.Second, NetNS: true})
+	all := Query{States: AllStates, PIDs: []int{c.PID}}
+	one := NewScanner("/proc")
+	one.NoCache = true
+	defer one.Close()
+	waitStates(t, one, all, c.PID, map[string]int{"CLOSE_WAIT": 4, "ESTABLISHED": 2, "LISTEN": 1})
+	if err := c.StartKeepAliveOn(3); err != nil {
+		t.Fatal(err)
+	}
+	waitStates(t, one, all, c.PID, map[string]int{"CLOSE_WAIT": 1, "CLOSE": 3, "ESTABLISHED": 2, "LISTEN": 1})
+
+	broker := c.CloseWait[0].Remote // the listener every CloseWait client dialed
+	elsewhere := c.Established[0].Remote
+	brokers, err := ParseBrokers(broker.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := ParseEndpoint(broker.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		State string
+		FD    int
+		Kept  bool
+	}
+	var held, cw []got
+	for i, s := range c.CloseWait {
+		if i < 3 {
+			held = append(held, got{"CLOSE", s.FD, true})
+		} else {
+			cw = append(cw, got{"CLOSE_WAIT", s.FD, false})
+		}
+	}
+	closeWaitClose := States(CloseWait, Close)
+	for _, tc := range []struct {
+		name string
+		q    Query
+		want []got
+	}{
+		{"--brokers", Query{States: AllStates, Brokers: brokers}, append(slices.Clone(cw), held...)},
+		{"--remote", Query{States: closeWaitClose, Remotes: []Endpoint{remote}}, append(slices.Clone(cw), held...)},
+		{"--port", Query{States: AllStates, RemotePorts: []uint16{broker.Port()}}, append(slices.Clone(cw), held...)},
+		{"--port of its ESTABLISHED connection, --state close-wait,close", Query{States: closeWaitClose, RemotePorts: []uint16{elsewhere.Port()}}, held},
+		{"--port it has nothing to", Query{States: AllStates, RemotePorts: []uint16{1}}, nil},
+		{"--brokers, --state close", Query{States: States(Close), Brokers: brokers}, held},
+	} {
+		for _, fds := range fdSources(t) {
+			for _, mode := range []string{"one-shot", "one-shot, every process", "repeated"} {
+				if mode == "one-shot, every process" && fds == FDsProc {
+					continue // a walk of every process of the host: slow, and the pass covers it
+				}
+				t.Run(fmt.Sprintf("%s/%s/%s", tc.name, fds, mode), func(t *testing.T) {
+					q := tc.q
+					if mode != "one-shot, every process" {
+						q.PIDs = []int{c.PID}
+					}
+					// A repeated scanner's first scan: it never saw the
+					// held sockets in CLOSE_WAIT, so their remotes are
+					// unknown to it too.
+					s := NewScanner("/proc")
+					s.NoCache, s.FDs = mode != "repeated", fds
+					defer s.Close()
+					snap, err := s.Scan(context.Background(), q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var gotSocks []got
+					for _, x := range snap.Sockets {
+						if x.PID != c.PID {
+							continue
+						}
+						gotSocks = append(gotSocks, got{x.State.String(), x.FD, x.KeptByProcess})
+						if x.KeptByProcess && (x.Remote.IsValid() || x.State != Close) {
+							t.Errorf("%+v: kept by process, yet not a held CLOSE socket of unknown remote", x)
+						}
+					}
+					byFD := func(a, b got) int { return a.FD - b.FD }
+					want := slices.SortedFunc(slices.Values(tc.want), byFD)
+					slices.SortFunc(gotSocks, byFD)
+					if d := cmp.Diff(want, gotSocks); d != "" {
+						t.Errorf("the child's sockets (-want +got):\n%s", d)
+					}
+					wantStates := map[string]int{}
+					for _, w := range want {
+						wantStates[w.State]++
+					}
+					var gotStates map[string]int
+					for _, p := range snap.Processes {
+						if p.PID == c.PID {
+							gotStates = p.States
+						}
+					}
+					if len(want) > 0 && !cmp.Equal(wantStates, gotStates) {
+						t.Errorf("the child's process counts %v, want %v", gotStates, wantStates)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestScanCountsHeldLeftOut: a one-shot scan of CLOSE_WAIT alone
+// (CountHeld) counts the held CLOSE sockets it leaves out, from the pass
+// over the socket fds, for the processes its filters select, and says so
+// in one note; without the iterator it says it could not count them.
+func TestScanCountsHeldLeftOut(t *testing.T) {
+	c := sockettest.StartChild(t, sockettest.Spec{Established: 1, CloseWait: 4, KeepAlive: time.Second,
+		DeferKeepAlive: true, FinTimeout: 2 * time.Second, NetNS: true})
+	if err := c.StartKeepAliveOn(3); err != nil {
+		t.Fatal(err)
+	}
+	one := NewScanner("/proc")
+	one.NoCache = true
+	defer one.Close()
+	waitStates(t, one, Query{States: AllStates, PIDs: []int{c.PID}}, c.PID, map[string]int{"CLOSE_WAIT": 1, "CLOSE": 3, "ESTABLISHED": 2, "LISTEN": 1})
+	broker := c.CloseWait[0].Remote
+	cw := States(CloseWait)
+	sources := fdSources(t)
+	if slices.Contains(sources, FDsIterator) {
+		// auto walks a few processes' fds (--pid), and counts from a pass
+		// after the dump.
+		sources = append(sources, FDsAuto)
+	}
+	for _, fds := range sources {
+		for _, tc := range []struct {
+			name string
+			q    Query
+			want int
+		}{
+			{"--pid", Query{States: cw, PIDs: []int{c.PID}}, 3},
+			{"every process, --port", Query{States: cw, RemotePorts: []uint16{broker.Port()}}, 3},
+			// Its only socket to that port is ESTABLISHED, not dumped.
+			{"--port of its ESTABLISHED connection", Query{States: cw, PIDs: []int{c.PID}, RemotePorts: []uint16{c.Established[0].Remote.Port()}}, 0},
+		} {
+			t.Run(fds+"/"+tc.name, func(t *testing.T) {
+				s := NewScanner("/proc")
+				s.NoCache, s.FDs, s.CountHeld = true, fds, true
+				defer s.Close()
+				snap, err := s.Scan(context.Background(), tc.q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, x := range snap.Sockets {
+					if x.State != CloseWait {
+						t.Errorf("%+v: a --state close-wait scan reported it", x)
+					}
+				}
+				var said []string
+				for _, n := range snap.Notes {
+					if strings.Contains(n, "held CLOSE") {
+						said = append(said, n)
+					}
+				}
+				if fds == FDsProc {
+					if snap.HeldLeftOut != -1 || len(said) != 1 || !strings.Contains(said[0], "were not counted") {
+						t.Errorf("without the iterator: HeldLeftOut %d, notes %q; want -1 and one note saying so", snap.HeldLeftOut, said)
+					}
+					return
+				}
+				want := fmt.Sprintf("3 held CLOSE sockets left out, of pid %d (", c.PID)
+				switch {
+				case snap.HeldLeftOut != tc.want:
+					t.Errorf("HeldLeftOut %d, want %d (notes %q)", snap.HeldLeftOut, tc.want, snap.Notes)
+				case tc.want > 0 && (len(said) != 1 || !strings.HasPrefix(said[0], want) || !strings.Contains(said[0], "--state close-wait,close")):
+					t.Errorf("notes %q, want one starting %q and saying how to see them", said, want)
+				case tc.want == 0 && len(said) != 0:
+					t.Errorf("notes %q, want none", said)
+				}
+			})
+		}
+	}
+}
+
+// TestSelectedProcessesRemembered: a repeated scan keeps selecting a
+// process that held a socket its remote filters matched at an earlier
+// scan, until the process is gone or the filters change; a one-shot scan
+// does not remember.
+func TestSelectedProcessesRemembered(t *testing.T) {
+	q := Query{RemotePorts: []uint16{9092}}
+	kept := &Snapshot{Sockets: []Socket{{State: CloseWait, PID: 40, Remote: netip.MustParseAddrPort("10.0.0.1:9092")}}}
+	none := &Snapshot{}
+	s := NewScanner(t.TempDir())
+	if sel := s.selectedProcesses(kept, q, map[int]bool{41: true}); !sel(40) || !sel(41) || sel(42) {
+		t.Errorf("first scan: 40 %v, 41 %v, 42 %v; want the holders of matched sockets only", sel(40), sel(41), sel(42))
+	}
+	if sel := s.selectedProcesses(none, q, nil); !sel(40) || !sel(41) {
+		t.Error("second scan: the processes selected before are forgotten")
+	}
+	s.chosen.prune(func(pid int) bool { return pid != 41 })
+	if sel := s.selectedProcesses(none, q, nil); !sel(40) || sel(41) {
+		t.Error("after 41 exited: want 40 still selected and 41 not")
+	}
+	if sel := s.selectedProcesses(none, Query{RemotePorts: []uint16{9093}}, nil); sel(40) {
+		t.Error("other filters: the processes selected for the old ones are still selected")
+	}
+	if sel := s.selectedProcesses(none, Query{}, nil); !sel(12345) {
+		t.Error("no remote filter: every process's held sockets are kept")
+	}
+	o := NewScanner(t.TempDir())
+	o.NoCache = true
+	o.selectedProcesses(kept, q, nil)
+	if sel := o.selectedProcesses(none, q, nil); sel(40) {
+		t.Error("a one-shot scanner remembered a process")
 	}
 }

@@ -56,6 +56,16 @@ func NetNSOf(procRoot string, pid int) (uint64, error) {
 // exited, how many namespaces could not be read and what to do about it, and
 // any other error, by pid.
 func GroupByNetNS(procRoot string, pids []int) (groups map[uint64][]int, notes []string) {
+	groups, notes, exited := groupByNetNS(procRoot, pids)
+	if exited != "" {
+		notes = append([]string{exited}, notes...)
+	}
+	return groups, notes
+}
+
+// groupByNetNS is GroupByNetNS with the note of the processes that exited
+// apart, for the scanner's details (Snapshot.Details).
+func groupByNetNS(procRoot string, pids []int) (groups map[uint64][]int, notes []string, exitedNote string) {
 	groups = make(map[uint64][]int)
 	var exited, denied int
 	var deniedPIDs []string
@@ -81,7 +91,7 @@ func GroupByNetNS(procRoot string, pids []int) (groups map[uint64][]int, notes [
 		}
 	}
 	if exited > 0 {
-		notes = append(notes, fmt.Sprintf("%d %s exited before %s network namespace could be read", exited, plural(exited, "process", "processes"), plural(exited, "its", "their")))
+		exitedNote = fmt.Sprintf("%d %s exited before %s network namespace could be read", exited, plural(exited, "process", "processes"), plural(exited, "its", "their"))
 	}
 	if denied > 0 {
 		if denied > len(deniedPIDs) {
@@ -94,7 +104,7 @@ func GroupByNetNS(procRoot string, pids []int) (groups map[uint64][]int, notes [
 	if len(other) > maxReportedLines {
 		other = append(other[:maxReportedLines], fmt.Sprintf("and %d more namespace errors", len(other)-maxReportedLines))
 	}
-	return groups, append(notes, other...)
+	return groups, append(notes, other...), exitedNote
 }
 
 func plural(n int, one, many string) string {

@@ -35,6 +35,41 @@ type Query struct {
 	Brokers []Endpoint
 }
 
+// Held CLOSE sockets and the remote filters (RemotePorts, Remotes,
+// Brokers). A held CLOSE socket (state Close: a CLOSE_WAIT socket a
+// keepalive RST took out of every kernel table, its fd still held; see
+// held.go) has no remote address unless a repeated scan saw it in
+// CLOSE_WAIT first, so no remote filter can match it. It is the same leak
+// as the CLOSE_WAIT it was, one stage later (a Go client's moves there
+// within about a minute), so a scan with remote filters keeps the held
+// CLOSE sockets of unknown remote of the processes the filters select,
+// marked Socket.KeptByProcess. A process is selected when it
+//
+//   - holds a socket the remote filters match, in any state the scan
+//     dumped (a query with Close dumps every state: an ESTABLISHED
+//     connection to a broker selects its process for --state
+//     close-wait,close), or held one at an earlier scan of the same
+//     Scanner (a repeated scan, kdiag watch: the process's sockets to the
+//     broker may all be held CLOSE by now);
+//   - or, with Brokers, is a Kafka client by its own files (kafka-clients
+//     on its class path or open, librdkafka mapped: see kafkaReason), not
+//     by its sockets.
+//
+// A held CLOSE socket whose remote a repeated scan knows is matched by its
+// address, as any other socket.
+
+// remoteFiltered reports whether the query has remote filters, which a
+// held CLOSE socket of unknown remote cannot match.
+func (q Query) remoteFiltered() bool {
+	return len(q.RemotePorts) > 0 || len(q.Remotes) > 0 || len(q.Brokers) > 0
+}
+
+// remoteKey names the query's remote filters, so that a repeated scan
+// forgets the processes earlier scans selected when they change.
+func (q Query) remoteKey() string {
+	return fmt.Sprint(q.RemotePorts, q.Remotes, q.Brokers)
+}
+
 // states returns the wanted states, AllStates for 0.
 func (q Query) states() StateSet {
 	if q.States == 0 {
@@ -46,16 +81,19 @@ func (q Query) states() StateSet {
 // matchSocket applies the socket-level filters: remote ports, remotes and
 // brokers. A listener's remote is the unspecified address, port 0.
 func (q Query) matchSocket(s *Socket) bool {
-	if !q.states().Has(s.State) {
+	return q.states().Has(s.State) && q.matchRemote(s.Remote)
+}
+
+// matchRemote applies the remote filters alone: remote ports, remotes and
+// brokers.
+func (q Query) matchRemote(ap netip.AddrPort) bool {
+	if len(q.RemotePorts) > 0 && !slices.Contains(q.RemotePorts, ap.Port()) {
 		return false
 	}
-	if len(q.RemotePorts) > 0 && !slices.Contains(q.RemotePorts, s.Remote.Port()) {
+	if len(q.Remotes) > 0 && !matchAny(q.Remotes, ap) {
 		return false
 	}
-	if len(q.Remotes) > 0 && !matchAny(q.Remotes, s.Remote) {
-		return false
-	}
-	if len(q.Brokers) > 0 && !matchAny(q.Brokers, s.Remote) {
+	if len(q.Brokers) > 0 && !matchAny(q.Brokers, ap) {
 		return false
 	}
 	return true

@@ -90,6 +90,18 @@ type Scanner struct {
 	// its table, one row a process (3.4 ms of a case D close-wait scan).
 	Unordered bool
 
+	// CountHeld has a one-shot scan (NoCache) whose query leaves CLOSE
+	// out count the held CLOSE sockets it leaves out (Snapshot.HeldLeftOut,
+	// and a note): those the query would keep with CLOSE in it, of the
+	// processes its remote filters select from what it sees (see Query:
+	// without the other states' sockets, not dumped, nor earlier scans).
+	// They are the same leak as CLOSE_WAIT, one stage later. It reads them
+	// from the pass over every socket fd, whose records then carry each
+	// socket's state (sockfd.FD.HeldClose): no dump of the other states
+	// and no walk of /proc. Where the socket fd iterator cannot be had it
+	// says, in a note, that they were not counted. kdiag scan sets it.
+	CountHeld bool
+
 	// Phase, when set, is called as each stage of a full scan ends, with
 	// its name (kdiag scan's hidden --phases prints them with the time:
 	// where BENCHMARKS.md's breakdowns of a scan come from).
@@ -116,6 +128,9 @@ type Scanner struct {
 	cws cwIndex
 	// held carries the held CLOSE sockets between full fd walks.
 	held heldCache
+	// chosen remembers, in a repeated scan, the processes the query's
+	// remote filters selected for their held CLOSE sockets (see Query).
+	chosen *chosenPIDs
 	// tables is the scan's tableIndex, its memory reused by the next.
 	tables tableIndex
 	// sortKeys are a repeated scan's sort keys, reused by the next.
@@ -156,27 +171,40 @@ func NewScanner(procRoot string) *Scanner {
 	return &Scanner{ProcRoot: procRoot, Source: SourceAuto, attr: NewAttributor(procRoot), euid: os.Geteuid()}
 }
 
-// notes collects a scan's notes, each said once, in order.
+// notes collects a scan's notes (Snapshot.Notes) and details
+// (Snapshot.Details), each said once, in order.
 type notes struct {
-	list []string
-	seen map[string]bool
+	list, details []string
+	seen          map[string]bool
 }
 
 func (n *notes) add(format string, args ...any) {
-	s := fmt.Sprintf(format, args...)
+	n.put(&n.list, fmt.Sprintf(format, args...))
+}
+
+// detail adds a detail: what a host whose processes and connections come
+// and go makes of nearly every scan, and that limits nothing it reports.
+func (n *notes) detail(format string, args ...any) {
+	n.put(&n.details, fmt.Sprintf(format, args...))
+}
+
+func (n *notes) put(to *[]string, s string) {
 	if n.seen == nil {
 		n.seen = map[string]bool{}
 	}
 	if !n.seen[s] {
 		n.seen[s] = true
-		n.list = append(n.list, s)
+		*to = append(*to, s)
 	}
 }
 
-// merge adds o's notes after n's, in o's order.
+// merge adds o's notes and details after n's, in o's order.
 func (n *notes) merge(o *notes) {
 	for _, x := range o.list {
 		n.add("%s", x)
+	}
+	for _, x := range o.details {
+		n.detail("%s", x)
 	}
 }
 
@@ -231,7 +259,8 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if wantClose {
 		dumpStates |= tableStates
 	}
-	pre, err := s.fdSource(ctx, sel, wantClose)
+	countHeld := s.CountHeld && s.NoCache && !wantClose
+	pre, err := s.fdSource(ctx, sel, wantClose, countHeld)
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +340,9 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if wantClose {
 		s.heldClosed(ctx, snap, sel, q, tables)
 	}
+	if countHeld {
+		snap.HeldLeftOut = s.countHeldLeftOut(snap, q, sel, tableDone, &n)
+	}
 	s.recordAges(snap, infoScan)
 	s.applyTransitions(snap, &n)
 	s.dropClosed(snap, sel, source, &n)
@@ -330,7 +362,8 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.lastStats.Passes += s.attr.heldPasses
 	snap.Processes, snap.Sockets = s.processes(ctx, snap.Sockets, sel.groups, q, sel.restricted, snap.Time, &n)
 	s.phase("processes read")
-	snap.Notes = n.list
+	snap.Notes, snap.Details = n.list, n.details
+	snap.Missing = sel.missing
 	s.dumps++
 	snap.Dump = s.dumps
 	if gated {
@@ -395,17 +428,22 @@ func sameMemory(a, b []Socket) bool {
 // with the iterator, a pass started now, while the kernel dumps (its
 // result is then the Attributor's table); for a repeated scan, the
 // iterator itself, for the passes the Attributor makes when it must walk.
-// nil and no error: /proc/<pid>/fd, as before the iterator.
+// nil and no error: /proc/<pid>/fd, as before the iterator. countHeld
+// has a one-shot scan's pass read each socket's state (CountHeld), and so
+// pass whatever the host's size, except for a few processes (--pid),
+// whose fds it walks as before: countHeldLeftOut passes after the dump,
+// not beside it (the two at once took more than a low open-file limit
+// allows, and the dump failed).
 //
 // A repeated scan of a query with CLOSE reads every socket fd every scan
 // anyway (heldClosed), so it too passes beside the dump and attributes from
 // that pass alone, keeping no holders between scans: one pass a scan
 // instead of a pass for the held sockets and readlinks to verify the cached
 // holders, and no cache (80,000 socket fds: 5 MB).
-func (s *Scanner) fdSource(ctx context.Context, sel selection, wantClose bool) (*prefetch, error) {
+func (s *Scanner) fdSource(ctx context.Context, sel selection, wantClose, countHeld bool) (*prefetch, error) {
 	s.attr.fds = nil
 	if s.NoCache || (wantClose && s.mayIterate(true)) {
-		pre, err := s.startPrefetch(ctx, sel.groups, sel.cand, !sel.restricted, wantClose)
+		pre, err := s.startPrefetch(ctx, sel.groups, sel.cand, !sel.restricted, wantClose || countHeld)
 		if pre != nil && !s.NoCache {
 			s.attr.NoCache, s.attr.cache = true, nil
 		}
@@ -461,6 +499,8 @@ type selection struct {
 	cand       []int
 	restricted bool
 	groups     []nsGroup
+	// missing are the pids of --pid that name no process.
+	missing []int
 }
 
 // selectProcesses lists the processes, forgets the cached holders of those
@@ -475,8 +515,9 @@ func (s *Scanner) selectProcesses(q Query, n *notes) (selection, error) {
 		alive[p] = true
 	}
 	s.attr.Prune(func(pid int) bool { return alive[pid] })
+	s.chosen.prune(func(pid int) bool { return alive[pid] })
 	var sel selection
-	sel.cand, sel.restricted = s.candidates(q, all, alive, n)
+	sel.cand, sel.restricted, sel.missing = s.candidates(q, all, alive, n)
 	sel.groups = s.group(sel.cand, sel.restricted, n)
 	return sel, nil
 }
@@ -587,10 +628,16 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 			tables.add(socks, deduped)
 		}
 		kept := socks[:0]
+		// With remote filters, the sockets of the other states that
+		// match them select their holders' held CLOSE sockets of unknown
+		// remote (see Query); heldClosed finds those holders.
+		matchOthers := tables != nil && q.remoteFiltered()
 		for i := range socks {
 			if q.matchSocket(&socks[i]) {
 				socks[i].NetNS = g.ino
 				kept = append(kept, socks[i])
+			} else if matchOthers && socks[i].Inode != 0 && socks[i].State != Listen && q.matchRemote(socks[i].Remote) {
+				tables.match = append(tables.match, socks[i].Inode)
 			}
 		}
 		if !s.NoCache && !infoScan {
@@ -692,7 +739,7 @@ func (s *Scanner) dropClosed(snap *Snapshot, sel selection, source string, n *no
 		}
 	}
 	snap.Sockets = kept
-	n.add("%s closed while the scan ran: left out", cmdPlural(len(gone), "socket", "sockets"))
+	n.detail("%s closed while the scan ran: left out", cmdPlural(len(gone), "socket", "sockets"))
 }
 
 // restrict keeps, with --pid or --process, only the selected processes'
@@ -751,10 +798,10 @@ func (s *Scanner) infoRequest(states StateSet, infoScan bool) StateSet {
 }
 
 // candidates returns the pids whose fds may be read: all of them, or those
-// --pid and --process select (restricted true).
-func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) ([]int, bool) {
-	cand := all
-	restricted := false
+// --pid and --process select (restricted true); and the pids of --pid that
+// name no process (Snapshot.Missing).
+func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) (cand []int, restricted bool, missing []int) {
+	cand = all
 	if len(q.PIDs) > 0 {
 		restricted = true
 		cand = nil
@@ -762,11 +809,13 @@ func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) (
 			if alive[p] {
 				cand = append(cand, p)
 			} else {
-				n.add("pid %d: no such process", p)
+				missing = append(missing, p)
 			}
 		}
 		slices.Sort(cand)
 		cand = slices.Compact(cand)
+		slices.Sort(missing)
+		missing = slices.Compact(missing)
 	}
 	if q.Process != nil {
 		restricted = true
@@ -785,7 +834,7 @@ func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) (
 		}
 		cand = keep
 	}
-	return cand, restricted
+	return cand, restricted, missing
 }
 
 // group sorts pids by network namespace, the host's (the scanner's own)
@@ -793,7 +842,10 @@ func (s *Scanner) candidates(q Query, all []int, alive map[int]bool, n *notes) (
 // no readable process in it, so unattributed sockets are still seen.
 func (s *Scanner) group(pids []int, restricted bool, n *notes) []nsGroup {
 	self, selfErr := NetNSOf(s.ProcRoot, 0)
-	byNS, gnotes := GroupByNetNS(s.ProcRoot, pids)
+	byNS, gnotes, exited := groupByNetNS(s.ProcRoot, pids)
+	if exited != "" {
+		n.detail("%s", exited)
+	}
 	for _, x := range gnotes {
 		if s.euid == 0 && strings.Contains(x, "permission denied") {
 			// GroupByNetNS advises running as root; kdiag is root

@@ -477,11 +477,29 @@ func TestScanUnordered(t *testing.T) {
 	}
 }
 
-// TestScanUnknownPID notes a --pid that does not exist instead of failing.
+// TestScanUnknownPID: a --pid that does not exist is in Missing, said by
+// MissingError, and the scan goes on with the others (not a note, nor a
+// failure).
 func TestScanUnknownPID(t *testing.T) {
-	snap := scan(t, SourceProc, "", Query{PIDs: []int{1 << 30}})
-	if len(snap.Sockets) != 0 || !slices.Contains(snap.Notes, fmt.Sprintf("pid %d: no such process", 1<<30)) {
-		t.Errorf("sockets %d, notes %q; want none and a note", len(snap.Sockets), snap.Notes)
+	snap := scan(t, SourceProc, "", Query{PIDs: []int{1 << 30, os.Getpid(), 1<<30 + 1, 1 << 30}})
+	if d := cmp.Diff([]int{1 << 30, 1<<30 + 1}, snap.Missing); d != "" {
+		t.Errorf("missing pids (-want +got):\n%s", d)
+	}
+	want := fmt.Sprintf("--pid %d names no process (no /proc/%d); --pid %d names no process (no /proc/%d)", 1<<30, 1<<30, 1<<30+1, 1<<30+1)
+	if err := snap.MissingError(); err == nil || err.Error() != want {
+		t.Errorf("MissingError() = %v, want %q", err, want)
+	}
+	for _, n := range snap.Notes {
+		if strings.Contains(n, "no such process") || strings.Contains(n, "names no process") {
+			t.Errorf("note %q: a missing pid is said once, by MissingError", n)
+		}
+	}
+	one := (&Snapshot{Missing: []int{999999}}).MissingError()
+	if one == nil || one.Error() != "--pid 999999 names no process (no /proc/999999)" {
+		t.Errorf("one missing pid: %v", one)
+	}
+	if err := (&Snapshot{}).MissingError(); err != nil {
+		t.Errorf("no missing pid: %v, want nil", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -182,6 +183,12 @@ type Socket struct {
 	// the other one-byte fields, for the padding: 128 bytes a socket
 	// instead of 136. (It is not in the JSON, so no JSON field moves.)
 	HasAge bool `json:"-"`
+	// KeptByProcess says the socket was kept for its process, not for its
+	// address: a held CLOSE socket of unknown remote, which no --port,
+	// --remote or --brokers filter can match, kept because the filters
+	// select its process (see Query). It sits in the byte of padding
+	// after HasAge: the Socket stays 128 bytes.
+	KeptByProcess bool `json:"kept_by_process,omitempty"`
 	// IdleMS is, for a CLOSE_WAIT socket whose FIN time is exact (AgeAt
 	// span 0), how long the connection had carried no data when the peer's
 	// FIN came, in milliseconds: tcp_info's time since the last data sent
@@ -348,9 +355,54 @@ type Snapshot struct {
 	// than dump: the counts are current, Recv-Q, Send-Q and holders are
 	// as of that dump (at most Scanner.RefreshEvery ago).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// Details are what a host whose processes and connections come and go
+	// makes of nearly every scan, and that limits nothing the scan
+	// reports: sockets closed while it ran (left out), processes that
+	// exited during it (their fds closed with them). Each is said once
+	// per scan; commands say them only when asked (-v), so that a scan or
+	// a watch on a busy host is not a stream of them.
+	Details []string `json:"details,omitempty"`
+	// HeldLeftOut counts, for a scan with Scanner.CountHeld whose query
+	// leaves CLOSE out, the held CLOSE sockets it left out (a note says
+	// it, and how to see them); -1 when it could not count them (a note
+	// says why). Not in the JSON: the notes carry it.
+	HeldLeftOut int `json:"-"`
+	// Missing are the pids of Query.PIDs that named no process when the
+	// scan listed the processes, sorted: a --pid that names no process is
+	// said, in every command, as MissingError says it (and makes the
+	// command's result UNKNOWN), not as a note.
+	Missing []int `json:"missing_pids,omitempty"`
 	// Dump numbers the Scanner's dumps, from 1: an Unchanged snapshot has
 	// the Dump of the one whose sockets it serves, so that a consumer that
 	// saw that one can skip the sockets (analyzer.Tracker does). 0 when
 	// unknown, as in a snapshot read back from a recording.
 	Dump uint64 `json:"-"`
+}
+
+// NoProcessError is what a --pid that names no process is, in scan, watch
+// and doctor alike: one wording, said once, and an UNKNOWN result (the
+// command cannot tell anything of a process that is not there).
+type NoProcessError struct {
+	// PIDs are the pids that name no process, sorted.
+	PIDs []int
+}
+
+// Error says "--pid 999999 names no process (no /proc/999999)", as
+// doctor says it, one such clause a pid, joined by "; ".
+func (e *NoProcessError) Error() string {
+	parts := make([]string, len(e.PIDs))
+	for i, p := range e.PIDs {
+		n := strconv.Itoa(p)
+		parts[i] = "--pid " + n + " names no process (no /proc/" + n + ")"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// MissingError returns the snapshot's Missing pids as a *NoProcessError,
+// nil when every pid the query named was there.
+func (s *Snapshot) MissingError() error {
+	if len(s.Missing) == 0 {
+		return nil
+	}
+	return &NoProcessError{PIDs: s.Missing}
 }

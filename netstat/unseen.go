@@ -46,7 +46,11 @@ func (s *Scanner) unseen(socks []Socket, stats []AttributeStats, restricted bool
 		}
 	}
 	if len(exited) > 0 {
-		n.add("%s exited during the scan", pidList(exited, nil))
+		say := n.detail // churn, on a host whose processes come and go
+		if restricted {
+			say = n.add // a process --pid or --process named
+		}
+		say("%s exited during the scan", pidList(exited, nil))
 	}
 
 	var reasons []string

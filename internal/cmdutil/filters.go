@@ -28,9 +28,9 @@ func AddFilterFlags(fs *pflag.FlagSet, f *Filters) {
 	fs.StringVar(&f.States, "state", "all", "comma list of TCP states ("+strings.Join(netstat.StateFlagNames(), ", ")+"), or all")
 	fs.IntSliceVar(&f.PIDs, "pid", nil, "only these processes (repeatable, or a comma list)")
 	fs.StringVar(&f.Process, "process", "", "only processes whose name or command line matches this regular expression")
-	fs.IntSliceVar(&f.Ports, "port", nil, "only sockets to this remote port (repeatable, or a comma list)")
-	fs.StringSliceVar(&f.Remotes, "remote", nil, "only sockets to HOST[:PORT] (repeatable)")
-	fs.StringVar(&f.Brokers, "brokers", "", "Kafka bootstrap list host:port,...: only sockets to those brokers, their processes marked as Kafka clients")
+	fs.IntSliceVar(&f.Ports, "port", nil, "only sockets to this remote port, and the held CLOSE sockets of their processes (repeatable, or a comma list)")
+	fs.StringSliceVar(&f.Remotes, "remote", nil, "only sockets to HOST[:PORT], and the held CLOSE sockets of their processes (repeatable)")
+	fs.StringVar(&f.Brokers, "brokers", "", "Kafka bootstrap list host:port,...: only sockets to those brokers and the held CLOSE sockets of their processes (or of Kafka clients), their processes marked as Kafka clients")
 	fs.StringVar(&f.Source, "source", netstat.SourceAuto, "socket source: "+strings.Join(netstat.SourceNames, "|")+" (auto: netlink, else /proc/net/tcp)")
 	fs.StringVar(&f.FDs, "fds", netstat.FDsAuto, "where the processes' socket fds are read: "+strings.Join(netstat.FDSourceNames, "|")+" (auto: the kernel's socket fd iterator as root on Linux 5.11 or later with BTF, else /proc/<pid>/fd)")
 }

@@ -111,7 +111,16 @@ func (c *Child) StartKeepAlive() error {
 	return err
 }
 
-// keepAliveCmd is the line on the child's stdin that has it turn keepalive on.
+// StartKeepAliveOn is StartKeepAlive for the first n CloseWait clients
+// only (in Child.CloseWait's order): the others stay in CLOSE_WAIT, so
+// the child holds both, as a leaking client does a while.
+func (c *Child) StartKeepAliveOn(n int) error {
+	_, err := fmt.Fprintf(c.stdin, "%s %d\n", keepAliveCmd, n)
+	return err
+}
+
+// keepAliveCmd is the line on the child's stdin that has it turn keepalive
+// on, for every CloseWait client or, followed by a count, the first ones.
 const keepAliveCmd = "keepalive"
 
 // Stop closes the child's stdin, which makes it close its sockets and exit,
@@ -309,11 +318,17 @@ func runChild(js string, in io.Reader, out io.Writer) error {
 	go func() {
 		sc := bufio.NewScanner(in)
 		for sc.Scan() {
-			if sc.Text() == keepAliveCmd {
-				if err := startKeepAlive(c.CloseWait, spec.KeepAlive); err != nil {
-					eof <- err
-					return
-				}
+			cmd, arg, _ := strings.Cut(sc.Text(), " ")
+			if cmd != keepAliveCmd {
+				continue
+			}
+			socks := c.CloseWait
+			if n, err := strconv.Atoi(arg); err == nil && n < len(socks) {
+				socks = socks[:max(n, 0)]
+			}
+			if err := startKeepAlive(socks, spec.KeepAlive); err != nil {
+				eof <- err
+				return
 			}
 		}
 		eof <- sc.Err()

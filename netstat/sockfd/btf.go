@@ -23,6 +23,7 @@ type layout struct {
 	socketType      uint32 // struct socket: type
 	socketSk        uint32 // struct socket: sk
 	skcFamily       uint32 // struct sock_common: skc_family (struct sock starts with one)
+	skcState        uint32 // struct sock_common: skc_state (an unsigned char, beside skc_family)
 	skProtocol      uint32 // struct sock: sk_protocol (a u16 since Linux 5.6)
 	taskGroupLeader uint32 // struct task_struct: group_leader
 	taskThreadPid   uint32 // struct task_struct: thread_pid
@@ -46,7 +47,7 @@ var wantStructs = map[string][]wantMember{
 	"file":        {{"f_inode", func(l *layout) *uint32 { return &l.fileInode }, true}},
 	"inode":       {{"i_ino", func(l *layout) *uint32 { return &l.inodeIno }, true}},
 	"socket":      {{"type", func(l *layout) *uint32 { return &l.socketType }, true}, {"sk", func(l *layout) *uint32 { return &l.socketSk }, true}},
-	"sock_common": {{"skc_family", func(l *layout) *uint32 { return &l.skcFamily }, true}},
+	"sock_common": {{"skc_family", func(l *layout) *uint32 { return &l.skcFamily }, true}, {"skc_state", func(l *layout) *uint32 { return &l.skcState }, true}},
 	"sock":        {{"sk_protocol", func(l *layout) *uint32 { return &l.skProtocol }, true}},
 	"task_struct": {
 		{"group_leader", func(l *layout) *uint32 { return &l.taskGroupLeader }, true},

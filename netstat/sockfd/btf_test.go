@@ -108,7 +108,7 @@ func kernelLike(edit func(b *btfBuilder, name string) bool) []byte {
 		{"file", 256, []member{{"f_lock", 0, 0}, {"f_inode", 32 * 8, 0}}},
 		{"inode", 600, []member{{"i_mode", 0, 0}, {"i_ino", 64 * 8, 0}}},
 		{"socket", 128, []member{{"state", 0, 0}, {"type", 4 * 8, 0}, {"sk", 24 * 8, 0}}},
-		{"sock_common", 136, []member{{"skc_family", 16 * 8, 0}}},
+		{"sock_common", 136, []member{{"skc_family", 16 * 8, 0}, {"skc_state", 18 * 8, 0}}},
 		{"sock", 760, []member{{"__sk_common", 0, 0}, {"sk_protocol", 532 * 8, 0}}},
 		{"task_struct", 9000, []member{{"pid", 1264 * 8, 0}, {"group_leader", 1328 * 8, 0}, {"thread_pid", 1368 * 8, 0}}},
 		{"pid", 144, []member{{"level", 4 * 8, 0}, {"numbers", 144 * 8, 0}}},
@@ -133,7 +133,7 @@ func TestParseBTF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := layout{fileInode: 32, inodeIno: 64, socketType: 4, socketSk: 24, skcFamily: 16, skProtocol: 532,
+	want := layout{fileInode: 32, inodeIno: 64, socketType: 4, socketSk: 24, skcFamily: 16, skcState: 18, skProtocol: 532,
 		taskGroupLeader: 1328, taskThreadPid: 1368, pidLevel: 4, pidNumbers: 144, upidNr: 0, upidSize: 16, iterFunc: 16}
 	if d := cmp.Diff(want, got, cmp.AllowUnexported(layout{})); d != "" {
 		t.Errorf("(-want +got)\n%s", d)
@@ -213,20 +213,20 @@ func FuzzParseBTF(f *testing.F) {
 }
 
 func TestParseRecords(t *testing.T) {
-	rec := func(ino uint64, pid, fd uint32, fam, typ, proto uint16) []byte {
+	rec := func(ino uint64, pid, fd uint32, fam, typ, proto uint16, state uint8) []byte {
 		b := binary.NativeEndian.AppendUint64(nil, ino)
 		b = binary.NativeEndian.AppendUint32(b, pid)
 		b = binary.NativeEndian.AppendUint32(b, fd)
 		b = binary.NativeEndian.AppendUint16(b, fam)
 		b = binary.NativeEndian.AppendUint16(b, typ)
 		b = binary.NativeEndian.AppendUint16(b, proto)
-		return append(b, 0, 0)
+		return append(b, state, 0)
 	}
-	in := append(rec(7, 100, 3, 2, 1, 6), rec(8, 100, 4, 1, 1, 0)...)
-	in = append(in, rec(9, 101, 5, 10, 1, 6)[:10]...)
+	in := append(rec(7, 100, 3, 2, 1, 6, TCPClose), rec(8, 100, 4, 1, 1, 0, 1)...)
+	in = append(in, rec(9, 101, 5, 10, 1, 6, 1)[:10]...)
 	var got []FD
 	rest := parseRecords(in, func(f FD) { got = append(got, f) })
-	want := []FD{{Inode: 7, PID: 100, FD: 3, Family: 2, Type: 1, Protocol: 6}, {Inode: 8, PID: 100, FD: 4, Family: 1, Type: 1}}
+	want := []FD{{Inode: 7, PID: 100, FD: 3, Family: 2, Type: 1, Protocol: 6, State: TCPClose}, {Inode: 8, PID: 100, FD: 4, Family: 1, Type: 1, State: 1}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got)\n%s", d)
 	}
@@ -235,5 +235,8 @@ func TestParseRecords(t *testing.T) {
 	}
 	if !got[0].IsTCP() || got[1].IsTCP() || got[0].IPv6() {
 		t.Errorf("IsTCP/IPv6 wrong: %+v", got)
+	}
+	if !got[0].HeldClose() || got[1].HeldClose() {
+		t.Errorf("HeldClose wrong: %+v", got)
 	}
 }

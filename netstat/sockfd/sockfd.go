@@ -48,7 +48,21 @@ type FD struct {
 	// Protocol is the socket's protocol (IPPROTO_TCP 6, IPPROTO_UDP 17,
 	// IPPROTO_MPTCP 262, ...) for inet sockets.
 	Protocol uint16
+	// State is the sock's state (sock_common.skc_state: for TCP the
+	// kernel's TCP states, include/net/tcp_states.h, TCP_CLOSE 7 for a
+	// socket reset out of every table or never connected), 0 for a
+	// socket without a struct sock. Read with Family, Type and Protocol.
+	State uint8
 }
+
+// TCPClose is TCP_CLOSE (include/net/tcp_states.h): the state of a TCP
+// socket in no kernel table, reset (a keepalive probe's RST after the
+// peer's FIN_WAIT_2 expired) or never connected.
+const TCPClose = 7
+
+// HeldClose reports whether the socket is a TCP socket in state TCP_CLOSE,
+// what netstat calls held CLOSE: its fd held, its socket in no table.
+func (f FD) HeldClose() bool { return f.IsTCP() && f.State == TCPClose }
 
 // Address families, types and protocols FD.IsTCP compares with
 // (include/linux/socket.h, include/linux/net.h, include/uapi/linux/in.h).
@@ -64,6 +78,7 @@ const (
 	recordFam   = 16
 	recordType  = 18
 	recordProto = 20
+	recordState = 22 // then one byte of padding
 )
 
 // IsTCP reports whether the socket is a TCP socket (IPv4 or IPv6), what
@@ -89,6 +104,7 @@ func parseRecords(b []byte, fn func(FD)) []byte {
 			Family:   le.Uint16(b[recordFam:]),
 			Type:     le.Uint16(b[recordType:]),
 			Protocol: le.Uint16(b[recordProto:]),
+			State:    b[recordState],
 		})
 		b = b[recordSize:]
 	}

@@ -55,6 +55,8 @@ func TestEachSeesOwnSockets(t *testing.T) {
 	type want struct {
 		tcp, v6 bool
 		fam     uint16
+		// state, for TCP sockets: 1 ESTABLISHED, 7 CLOSE (HeldClose).
+		state uint8
 	}
 	wants := map[uint64]want{}
 	fds := map[uint64]int{}
@@ -65,7 +67,14 @@ func TestEachSeesOwnSockets(t *testing.T) {
 		t.Cleanup(func() { f.Close() })
 	}
 	cf, _ := c.(*net.TCPConn).File()
-	add(cf, want{tcp: true, fam: 2})
+	add(cf, want{tcp: true, fam: 2, state: 1})
+	// A TCP socket never connected: TCP_CLOSE, in no table, as a reset
+	// one is.
+	raw, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(os.NewFile(uintptr(raw), "raw"), want{tcp: true, fam: 2, state: TCPClose})
 	// A dialed IPv6 connection (Go may make a listener MPTCP, protocol
 	// 262, which is not TCP: inet_diag's TCP dump does not list it).
 	if ln6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
@@ -76,7 +85,7 @@ func TestEachSeesOwnSockets(t *testing.T) {
 		}
 		defer c6.Close()
 		f, _ := c6.(*net.TCPConn).File()
-		add(f, want{tcp: true, v6: true, fam: 10})
+		add(f, want{tcp: true, v6: true, fam: 10, state: 1})
 	}
 	u, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
@@ -109,6 +118,12 @@ func TestEachSeesOwnSockets(t *testing.T) {
 		}
 		if int(f.FD) != fds[ino] || f.IsTCP() != w.tcp || f.IPv6() != w.v6 || f.Family != w.fam {
 			t.Errorf("inode %d: got %+v (tcp %v), want fd %d family %d tcp %v", ino, f, f.IsTCP(), fds[ino], w.fam, w.tcp)
+		}
+		if w.tcp && (f.State != w.state || f.HeldClose() != (w.state == TCPClose)) {
+			t.Errorf("inode %d: state %d (held CLOSE %v), want %d", ino, f.State, f.HeldClose(), w.state)
+		}
+		if !w.tcp && f.HeldClose() {
+			t.Errorf("inode %d: %+v, not TCP, taken for held CLOSE", ino, f)
 		}
 	}
 	// A pipe is not a socket.

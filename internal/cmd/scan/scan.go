@@ -37,6 +37,9 @@ type ScanOptions struct {
 	Output string
 	// Warn and Crit are the CLOSE_WAIT-per-process thresholds; -1 is off.
 	Warn, Crit int
+	// Verbose (-v) also says the snapshot's details: sockets closed and
+	// processes exited while the scan ran (netstat.Snapshot.Details).
+	Verbose bool
 
 	// CPUProfile, when set (hidden --cpuprofile), is where the scan's CPU
 	// profile is written, for the benchmarks in BENCHMARKS.md.
@@ -77,25 +80,36 @@ CLOSE (the HELD-CLOSE column) is what ss cannot show: TCP sockets the kernel
 dropped from its tables (a keepalive probe after a CLOSE_WAIT got the peer's
 RST) whose fds the process still holds: the same leak one stage later. They
 are found by reading every fd of the processes, so only --state all (the
-default) or a list with close pays for it; --state close-wait does not. Their
-addresses are unknown to a single scan ("-"); kdiag watch keeps the ones they
-had in CLOSE_WAIT.
+default) or a list with close lists them; --state close-wait says on stderr how
+many it left out (read from the pass over the socket fds it makes as root, where
+each socket's state comes with it). Their addresses are unknown to a single
+scan ("-"); kdiag watch keeps the ones they had in CLOSE_WAIT.
+
+Held CLOSE counts as a leak wherever CLOSE_WAIT does: --port, --remote and
+--brokers, which cannot match a held socket of unknown address, keep those of
+the processes they select, marked "*": a process that holds a socket the
+filters match, in any state (an ESTABLISHED connection to a broker will do),
+or, with --brokers, a Kafka client by its own files (kafka-clients, librdkafka).
+kdiag watch also keeps selecting a process that held such a socket before.
 
 With --warn or --crit scan is a monitoring check (the Nagios plugin convention):
 a one-line summary first, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, on the
 largest count of CLOSE_WAIT plus held CLOSE sockets of one process ("more than
 N"). UNKNOWN also when sockets kdiag could not attribute could change it.
 
-Notes about what could not be seen (other users' processes when not root,
-processes that exited during the scan) go to stderr, once.`,
+A --pid that names no process makes the result UNKNOWN (exit 3), check or not.
+
+Notes about what could not be seen (other users' processes when not root, a
+namespace kdiag could not enter) go to stderr, once; what a busy host makes of
+every scan (sockets closed and processes exited while it ran) only with -v.`,
 		Example: `  # every socket, one row per process
   kdiag scan
 
-  # the CLOSE_WAIT sockets toward a Kafka cluster, one line per socket
-  kdiag scan --state close-wait --brokers kafka-1:9092,kafka-2:9092 -o wide
+  # the leaked sockets toward a Kafka cluster (CLOSE_WAIT and held CLOSE), one line per socket
+  kdiag scan --state close-wait,close --brokers kafka-1:9092,kafka-2:9092 -o wide
 
-  # a Nagios/Icinga check: WARNING above 100 CLOSE_WAIT in one process, CRITICAL above 1000
-  kdiag scan --state close-wait --warn 100 --crit 1000
+  # a Nagios/Icinga check: WARNING above 100 CLOSE_WAIT plus held CLOSE in one process, CRITICAL above 1000
+  kdiag scan --state close-wait,close --warn 100 --crit 1000
 
   # the sockets of java processes, as JSON
   kdiag scan --process java -o json`,
@@ -114,6 +128,7 @@ processes that exited during the scan) go to stderr, once.`,
 	fl := cmd.Flags()
 	cmdutil.AddFilterFlags(fl, &opts.Filters)
 	cmdutil.FormatFlag(fl, &opts.Output, "table", cmdutil.Keys(formats))
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also note what a busy host makes of every scan: sockets closed and processes exited while it ran")
 	fl.IntVar(&opts.Warn, "warn", -1, "monitoring: WARNING (exit 1) when a process has more than N CLOSE_WAIT (plus held CLOSE) sockets")
 	fl.IntVar(&opts.Crit, "crit", -1, "monitoring: CRITICAL (exit 2) when a process has more than N CLOSE_WAIT (plus held CLOSE) sockets")
 	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the scan to this file")
@@ -224,6 +239,8 @@ func runScan(opts *ScanOptions) error {
 		s.FDs = opts.FDs
 		s.Now = opts.Now
 		s.NoCache = true // one scan: nothing to reuse
+		// --state close-wait says how many held CLOSE it left out.
+		s.CountHeld = true
 		// The table has a row a process, whose figures do not depend on
 		// the sockets' order (ties broken by address): no sort.
 		s.Unordered = opts.Output == "table"
@@ -245,6 +262,10 @@ func runScan(opts *ScanOptions) error {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUnknown, Err: fmt.Errorf("scan: %w", err)}
 	}
 	code := cmdutil.ExitOK
+	// A --pid that names no process: the scan cannot say anything of it,
+	// so the result is UNKNOWN, said once (the check's line, else after
+	// the output), in the words doctor and watch use too.
+	missing := snap.MissingError()
 	if opts.monitoring() {
 		var line string
 		code, line = checkLine(snap, opts.Warn, opts.Crit, opts.Now())
@@ -260,10 +281,18 @@ func runScan(opts *ScanOptions) error {
 	for _, n := range snap.Notes {
 		fmt.Fprintf(opts.IO.ErrOut, "kdiag: note: %s\n", n)
 	}
+	if opts.Verbose {
+		for _, n := range snap.Details {
+			fmt.Fprintf(opts.IO.ErrOut, "kdiag: note: %s\n", n)
+		}
+	}
 	if err := formats[opts.Output](opts.IO.Out, snap, view{hostNS: opts.HostNetNS, now: opts.Now()}); err != nil {
 		return err
 	}
 	opts.phase("written")
+	if missing != nil && !opts.monitoring() {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUnknown, Err: missing}
+	}
 	if code != cmdutil.ExitOK {
 		return cmdutil.Exit(code)
 	}
@@ -309,6 +338,10 @@ func checkLine(snap *netstat.Snapshot, warn, crit int, now time.Time) (int, stri
 		max = leaked(worst)
 	}
 	perf := fmt.Sprintf("close_wait=%d;%s;%s close_wait_total=%d", max, thr(warn), thr(crit), total+unattributed)
+	if err := snap.MissingError(); err != nil {
+		// Nothing can be said of a process that is not there.
+		return cmdutil.ExitUnknown, fmt.Sprintf("KDIAG UNKNOWN - %v | %s", err, perf)
+	}
 	status, code := checkStatus(max, warn, crit)
 	// What kdiag could not see could change the verdict when the unseen
 	// CLOSE_WAIT, all in the worst process, would cross a threshold it has

@@ -180,13 +180,15 @@ func fixedSnapshot() *netstat.Snapshot {
 			sock(netstat.Listen, "0.0.0.0:8080", "0.0.0.0:0", 0, 4242, 9, 0, host),
 			// Held CLOSE: reset out of the kernel's tables, fd still held.
 			{Family: netstat.IPv4, State: netstat.Close, Inode: 104300, PID: 4242, FD: 60, NetNS: host},
+			// Held CLOSE kept for its process by a remote filter.
+			{Family: netstat.IPv4, State: netstat.Close, Inode: 104301, PID: 4242, FD: 61, NetNS: host, KeptByProcess: true},
 		},
 		Processes: []netstat.Process{
 			{PID: 777, Name: "producer", Cmdline: "./producer -brokers kafka:9092", User: "app", UID: 1000, NetNS: pod,
 				Container: "3f4e5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081",
 				Kafka:     "maps librdkafka (librdkafka.so.1)", States: map[string]int{"ESTABLISHED": 1, "CLOSE_WAIT": 1}},
 			{PID: 4242, Name: "java", Cmdline: "java -cp /app/lib/kafka-clients-3.7.0.jar:/app/app.jar App", User: "kafka", UID: 998, NetNS: host,
-				Kafka: "kafka-clients on class path (kafka-clients-3.7.0.jar)", States: map[string]int{"ESTABLISHED": 1, "CLOSE_WAIT": 3, "LISTEN": 1, "CLOSE": 1}},
+				Kafka: "kafka-clients on class path (kafka-clients-3.7.0.jar)", States: map[string]int{"ESTABLISHED": 1, "CLOSE_WAIT": 3, "LISTEN": 1, "CLOSE": 2}},
 		},
 		Notes: []string{"1 socket unattributed: the fds of pid 31337 (cron) could not be read (permission denied; run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them)"},
 		Unseen: &netstat.Unseen{Sockets: map[string]int{"CLOSE_WAIT": 1},
@@ -312,14 +314,15 @@ func TestMonitoring(t *testing.T) {
 		code       int
 		line       string
 	}{
-		// java holds 3 CLOSE_WAIT and 1 held CLOSE: 4 leaked.
-		{"ok", 5, 10, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT and 1 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=4;5;10 close_wait_total=6"},
-		{"warning", 2, 10, cmdutil.ExitWarning, "KDIAG WARNING - 3 CLOSE_WAIT and 1 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=4;2;10 close_wait_total=6"},
-		{"critical", 1, 2, cmdutil.ExitCritical, "KDIAG CRITICAL - 3 CLOSE_WAIT and 1 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=4;1;2 close_wait_total=6"},
-		{"at the threshold is not above it", 5, -1, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT and 1 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=4;5; close_wait_total=6"},
-		// The unattributed socket, were it java's, would make it 5: above 4.
-		{"what was not seen could cross warn", 4, 10, cmdutil.ExitUnknown, "KDIAG UNKNOWN - 1 CLOSE_WAIT unattributed, enough to make it WARNING: the fds of pid 31337 (cron) could not be read (permission denied; run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them) | close_wait=4;4;10 close_wait_total=6"},
-		{"what was not seen could cross crit", 1, 4, cmdutil.ExitUnknown, "KDIAG UNKNOWN - 1 CLOSE_WAIT unattributed, enough to make it CRITICAL: the fds of pid 31337 (cron) could not be read (permission denied; run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them) | close_wait=4;1;4 close_wait_total=6"},
+		// java holds 3 CLOSE_WAIT and 2 held CLOSE (one kept for its
+		// process by a remote filter: counted all the same): 5 leaked.
+		{"ok", 6, 10, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT and 2 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=5;6;10 close_wait_total=7"},
+		{"warning", 2, 10, cmdutil.ExitWarning, "KDIAG WARNING - 3 CLOSE_WAIT and 2 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=5;2;10 close_wait_total=7"},
+		{"critical", 1, 2, cmdutil.ExitCritical, "KDIAG CRITICAL - 3 CLOSE_WAIT and 2 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=5;1;2 close_wait_total=7"},
+		{"at the threshold is not above it", 6, -1, cmdutil.ExitOK, "KDIAG OK - 3 CLOSE_WAIT and 2 held CLOSE in pid 4242 (java), oldest 3m12s-4m10s; 1 CLOSE_WAIT unattributed | close_wait=5;6; close_wait_total=7"},
+		// The unattributed socket, were it java's, would make it 6: above 5.
+		{"what was not seen could cross warn", 5, 10, cmdutil.ExitUnknown, "KDIAG UNKNOWN - 1 CLOSE_WAIT unattributed, enough to make it WARNING: the fds of pid 31337 (cron) could not be read (permission denied; run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them) | close_wait=5;5;10 close_wait_total=7"},
+		{"what was not seen could cross crit", 1, 5, cmdutil.ExitUnknown, "KDIAG UNKNOWN - 1 CLOSE_WAIT unattributed, enough to make it CRITICAL: the fds of pid 31337 (cron) could not be read (permission denied; run as root, or give kdiag CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, to see them) | close_wait=5;1;5 close_wait_total=7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -569,5 +572,87 @@ func TestTopRemotes(t *testing.T) {
 	}
 	if got := tally(nil).of(9).topRemotes(); got != "" {
 		t.Errorf("no sockets: top remotes %q", got)
+	}
+}
+
+// TestScanMissingPID: a --pid that names no process is UNKNOWN (exit 3),
+// said once, as the check's line with --warn/--crit and on stderr without;
+// the processes that are there are still listed.
+func TestScanMissingPID(t *testing.T) {
+	const gone = 1 << 30 // above any pid_max
+	cw := sockettest.CloseWait(t, "tcp4", 1)
+	port := strconv.Itoa(int(cw[0].Remote.Port()))
+	for _, tc := range []struct {
+		name string
+		args []string
+		// wantOut: the first line of stdout (a prefix); wantErr: stderr.
+		wantOut, wantErr string
+	}{
+		{"check", []string{"--pid", strconv.Itoa(gone), "--warn", "1", "--crit", "2"},
+			"KDIAG UNKNOWN - --pid 1073741824 names no process (no /proc/1073741824) | close_wait=0;1;2 close_wait_total=0", ""},
+		{"check, one there and one not", []string{"--pid", strconv.Itoa(gone) + "," + strconv.Itoa(os.Getpid()), "--port", port, "--warn", "0", "--crit", "2"},
+			"KDIAG UNKNOWN - --pid 1073741824 names no process (no /proc/1073741824) | close_wait=1;0;2 close_wait_total=1", ""},
+		{"table", []string{"--pid", strconv.Itoa(gone) + "," + strconv.Itoa(os.Getpid()), "--port", port},
+			"PID ", "--pid 1073741824 names no process (no /proc/1073741824)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, out, errOut := factory()
+			f.Now = time.Now
+			cmd := NewCmdScan(f, nil)
+			cmd.SetArgs(append(tc.args, "--state", "close-wait"))
+			cmd.SilenceErrors, cmd.SilenceUsage = true, true
+			err := cmd.Execute()
+			if got := cmdutil.ExitCode(err); got != cmdutil.ExitUnknown {
+				t.Errorf("exit code %d (%v), want %d", got, err, cmdutil.ExitUnknown)
+			}
+			first, _, _ := strings.Cut(out.String(), "\n")
+			if !strings.HasPrefix(first, tc.wantOut) {
+				t.Errorf("first line %q, want %q", first, tc.wantOut)
+			}
+			// What main prints of the error, then the notes.
+			said := errOut.String()
+			if err != nil && !isSilentErr(err) {
+				said += err.Error() + "\n"
+			}
+			if n := strings.Count(out.String()+said, "names no process"); n != 1 {
+				t.Errorf("said %d times, want once:\nstdout %s\nstderr %s", n, out, said)
+			}
+			if tc.wantErr != "" && !strings.Contains(said, tc.wantErr) {
+				t.Errorf("stderr %q, want %q", said, tc.wantErr)
+			}
+			if strings.Contains(tc.args[1], ",") && !strings.Contains(out.String(), strconv.Itoa(os.Getpid())) {
+				t.Errorf("the process that is there is not listed:\n%s", out)
+			}
+		})
+	}
+}
+
+// isSilentErr: an ExitError without a message (main prints nothing).
+func isSilentErr(err error) bool {
+	var ee *cmdutil.ExitError
+	return errors.As(err, &ee) && ee.Err == nil
+}
+
+// TestDetailsOnlyVerbose: a snapshot's details (sockets closed while the
+// scan ran) go to stderr only with -v; its notes always, once.
+func TestDetailsOnlyVerbose(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		f, _, errOut := factory()
+		o := fixedOptions(f, "table", -1, -1)
+		o.Verbose = verbose
+		o.Scan = func(context.Context, netstat.Query) (*netstat.Snapshot, error) {
+			s := fixedSnapshot()
+			s.Details = []string{"3 sockets closed while the scan ran: left out"}
+			return s, nil
+		}
+		if err := runScan(o); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(errOut.String(), "kdiag: note: 3 sockets closed while the scan ran: left out\n"); got != map[bool]int{false: 0, true: 1}[verbose] {
+			t.Errorf("-v %v: the detail said %d times:\n%s", verbose, got, errOut)
+		}
+		if got := strings.Count(errOut.String(), "kdiag: note: 1 socket unattributed"); got != 1 {
+			t.Errorf("-v %v: the note said %d times, want once:\n%s", verbose, got, errOut)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -64,6 +65,10 @@ type WatchOptions struct {
 	Textfile string
 	Report   string
 	Quiet    bool
+	// Verbose (-v) says each scan's details (netstat.Snapshot.Details:
+	// sockets closed and processes exited while it ran) as they come,
+	// each once per run.
+	Verbose bool
 	// Events is --events: auto, on or off (see openEvents).
 	Events string
 	// Refresh is --refresh: with events, the longest time between dumps.
@@ -105,6 +110,10 @@ kdiag lint rules that check them.
 A verdict needs at least 6 samples over 30 s: "growing" is a least-squares
 slope at least 3 standard errors above zero with a fitted change of 3 or
 more sockets; "draining" the same downward; "steady" otherwise.
+
+A --pid that names no process at the first scan stops the watch, UNKNOWN
+(exit 3); one whose process exits during the watch is said, and the watch
+goes on.
 
 As root (or with CAP_BPF and CAP_PERFMON), --events auto attaches an eBPF
 counter of the kernel's TCP state changes: a scan in which no watched socket
@@ -165,6 +174,7 @@ e.g. --state close-wait,established, to use them.
 	fl.StringVar(&opts.Textfile, "textfile", "", "write metrics to `DIR`/kdiag.prom for node_exporter's textfile collector")
 	fl.StringVar(&opts.Report, "report", "", "write a report to `PATH` at exit (.md: Markdown, else HTML)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no live output (metrics, recording and findings only)")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also note, once each, what a busy host makes of every scan: sockets closed and processes exited while it ran")
 	fl.StringVar(&opts.Events, "events", "auto", "dump only when the kernel reports a TCP state change (auto: when it can attach, as root; on: required; off: dump every interval)")
 	fl.DurationVar(&opts.Refresh, "refresh", netstat.DefaultRefreshEvery, "with events, dump at least this often all the same (holders, Recv-Q and Send-Q change without a state change)")
 	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
@@ -399,6 +409,8 @@ func runWatch(o *WatchOptions) error {
 	defer ticker.Stop()
 	scans, failures := 0, 0
 	var lastErr error
+	var gone map[int]bool    // --pid processes said to have exited
+	var said map[string]bool // details said (-v)
 loop:
 	for {
 		start := time.Now()
@@ -413,6 +425,17 @@ loop:
 			col.ScanFailed(dur)
 			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: scan failed: %v\n", err)
 		default:
+			if err := snap.MissingError(); err != nil {
+				if scans == 0 {
+					// A --pid that names no process: nothing to watch of
+					// it, said once, as scan and doctor say it.
+					return &cmdutil.ExitError{Code: cmdutil.ExitUnknown, Err: err}
+				}
+				gone = sayGone(o.IO.ErrOut, snap.Missing, gone)
+			}
+			if o.Verbose {
+				said = sayDetails(o.IO.ErrOut, snap.Details, said)
+			}
 			scans++
 			tracker.Add(snap)
 			a := tracker.Current()
@@ -503,6 +526,46 @@ loop:
 		return cmdutil.Exit(cmdutil.ExitUnknown)
 	}
 	return nil
+}
+
+// sayGone says, once each, that pids of --pid that were there at the
+// first scan have exited since: the watch goes on (with the others, and
+// the series it has); it returns the pids said so far.
+func sayGone(w io.Writer, missing []int, said map[int]bool) map[int]bool {
+	if said == nil {
+		said = map[int]bool{}
+	}
+	var now []int
+	for _, p := range missing {
+		if !said[p] {
+			said[p] = true
+			now = append(now, p)
+		}
+	}
+	for _, p := range now {
+		fmt.Fprintf(w, "kdiag watch: --pid %d: the process exited during the watch, which goes on\n", p)
+	}
+	return said
+}
+
+// maxSaid bounds the details sayDetails remembers having said: past it,
+// it forgets them all, so that a long watch's memory does not grow with
+// every distinct count and pid list.
+const maxSaid = 1000
+
+// sayDetails writes each detail not said yet in this run, and returns the
+// ones said.
+func sayDetails(w io.Writer, details []string, said map[string]bool) map[string]bool {
+	if said == nil || len(said) > maxSaid {
+		said = map[string]bool{}
+	}
+	for _, d := range details {
+		if !said[d] {
+			said[d] = true
+			fmt.Fprintf(w, "kdiag watch: note: %s\n", d)
+		}
+	}
+	return said
 }
 
 // writeReport writes the report to path atomically (temp file, rename), in

@@ -758,3 +758,88 @@ func TestEventsGiveExactAges(t *testing.T) {
 		t.Errorf("checked %d sockets past 3 s of probes, want 3", checked)
 	}
 }
+
+// TestWatchMissingPID: a --pid that names no process at the first scan is
+// UNKNOWN (exit 3), said once, with no findings; one whose process exits
+// during the watch is said once, and the watch goes on to its end.
+func TestWatchMissingPID(t *testing.T) {
+	run := func(t *testing.T, args []string, scanned func(int)) (string, string, error) {
+		t.Helper()
+		f := &cmdutil.Factory{ProcRoot: "/proc", Now: time.Now}
+		ios, _, out, errOut := cmdutil.Test()
+		f.IO = ios
+		cmd := NewCmdWatch(f, func(o *WatchOptions) error {
+			o.Scanned = func(n int, _ *netstat.Snapshot) { scanned(n) }
+			return runWatch(o)
+		})
+		cmd.SetArgs(append(args, "--events", "off", "--interval", "20ms", "--state", "close-wait"))
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		err := cmd.Execute()
+		return out.String(), errOut.String(), err
+	}
+	t.Run("not there", func(t *testing.T) {
+		out, errOut, err := run(t, []string{"--pid", strconv.Itoa(1 << 30), "--count", "3"}, func(int) {})
+		if code := cmdutil.ExitCode(err); code != cmdutil.ExitUnknown {
+			t.Errorf("exit %d (%v), want %d", code, err, cmdutil.ExitUnknown)
+		}
+		said := out + errOut
+		if err != nil {
+			said += err.Error()
+		}
+		if n := strings.Count(said, "--pid 1073741824 names no process (no /proc/1073741824)"); n != 1 || strings.Contains(out, "finding") {
+			t.Errorf("said %d times (want once), or with findings:\nstdout %s\nstderr %s\nerror %v", n, out, errOut, err)
+		}
+	})
+	t.Run("exits during the watch", func(t *testing.T) {
+		c := sockettest.StartChild(t, sockettest.Spec{CloseWait: 1})
+		const scans = 6
+		out, errOut, err := run(t, []string{"--pid", strconv.Itoa(c.PID), "--count", strconv.Itoa(scans)}, func(n int) {
+			if n == 2 {
+				c.Stop() // reaped: its pid names no process from now on
+			}
+		})
+		if err != nil {
+			t.Errorf("exit %d (%v), want 0", cmdutil.ExitCode(err), err)
+		}
+		want := fmt.Sprintf("kdiag watch: --pid %d: the process exited during the watch, which goes on\n", c.PID)
+		if n := strings.Count(errOut, "exited during the watch"); n != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("stderr says it %d times, want once as %q:\n%s", n, want, errOut)
+		}
+		if n := strings.Count(out, "close_wait="); n < scans {
+			t.Errorf("%d scan lines, want %d (the watch goes on):\n%s", n, scans, out)
+		}
+	})
+}
+
+// TestDetailsOnlyVerbose: what a busy host makes of every scan (sockets
+// closed while it ran) is not said by default, and with -v each is said
+// once per run however many scans make it; a note is said once, at the end.
+func TestDetailsOnlyVerbose(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		ios, _, _, errOut := cmdutil.Test()
+		o := threeScans(ios, func(s *netstat.Snapshot, n int) {
+			s.Notes = []string{"the network namespace of pid 1 (init) could not be read even as root"}
+			s.Details = []string{"2 sockets closed while the scan ran: left out"}
+			if n == 3 {
+				s.Details = append(s.Details, "1 socket closed while the scan ran: left out")
+			}
+		})
+		o.Verbose = verbose
+		if err := runWatch(o); err != nil {
+			t.Fatal(err)
+		}
+		got := errOut.String()
+		want := 0
+		if verbose {
+			want = 1
+		}
+		for _, d := range []string{"kdiag watch: note: 2 sockets closed while the scan ran: left out\n", "kdiag watch: note: 1 socket closed while the scan ran: left out\n"} {
+			if n := strings.Count(got, d); n != want {
+				t.Errorf("-v %v: %q said %d times, want %d:\n%s", verbose, d, n, want, got)
+			}
+		}
+		if n := strings.Count(got, "namespace of pid 1"); n != 1 {
+			t.Errorf("-v %v: the note said %d times, want once:\n%s", verbose, n, got)
+		}
+	}
+}

@@ -113,6 +113,9 @@ type Evidence struct {
 	// FDs is the process's fd census and its open count over the scans;
 	// nil when not read.
 	FDs *FDEvidence
+	// Sysctls are the TCP sysctls of its network namespace
+	// (tcp_fin_timeout, keepalive); nil when not read.
+	Sysctls *netstat.TCPSysctls
 	// IdleConfigured is the client's idle setting as its configuration
 	// sets it, with where ("2000 at app.properties:3"); "" when not read.
 	IdleConfigured string
@@ -263,15 +266,26 @@ func holdsByDesign(p *ProcessSeries, ev Evidence) bool {
 
 // endsWords says what will end a broker-closed socket that lib holds in
 // CLOSE_WAIT, and what keepalive makes of it meanwhile.
-func endsWords(lib *clients.Library, held bool) string {
+func endsWords(lib *clients.Library, held bool, ev Evidence) string {
 	if lib.Ends == "" {
 		return ""
 	}
 	s := lib.Ends + "."
 	if lib.Language == "Go" && !held {
-		s += " Meanwhile Go's keepalive (every 15 s) draws an RST once the broker's side has timed out (its tcp_fin_timeout): the socket leaves the kernel's tables and the fd stays, a held CLOSE."
+		s += " Meanwhile Go's keepalive (every 15 s) draws an RST once the broker's side has timed out (" + finTimeoutWords(ev) + "): the socket leaves the kernel's tables and the fd stays, a held CLOSE."
 	}
 	return s
+}
+
+// finTimeoutWords says how long the broker's side of a connection it
+// closed lingers in FIN_WAIT_2: its host's net.ipv4.tcp_fin_timeout, which
+// kdiag reads where it can, in the client's network namespace (the broker's
+// when both run there, as on one host).
+func finTimeoutWords(ev Evidence) string {
+	if ev.Sysctls == nil || ev.Sysctls.FinTimeout <= 0 {
+		return "the broker host's tcp_fin_timeout, 60 s by default"
+	}
+	return fmt.Sprintf("the broker host's tcp_fin_timeout; %s in this process's network namespace", human.Age(ev.Sysctls.FinTimeout))
 }
 
 // ageLine says how old the oldest CLOSE_WAIT socket is and how kdiag knows.
@@ -441,13 +455,13 @@ func heldClosedFinding(p *ProcessSeries, ev Evidence) (Finding, bool) {
 	f.Details = append(f.Details, "How: fds of the process whose socket protocol is TCP (the sockfs attribute system.sockprotoname) and whose inode no TCP state lists.")
 	f.Evidence = []string{fmt.Sprintf("Held: %s whose fd the process holds and no kernel table lists (ss shows nothing); keepalive reset them after the broker closed them.", human.Plural(held, "TCP socket"))}
 	c := Cause{ID: "keepalive-reset-close-wait",
-		Title: "CLOSE_WAIT sockets that keepalive turned into dead fds: once the broker's side of the connection timed out (its tcp_fin_timeout), the client's next keepalive probe drew an RST and the socket left every kernel table; the process never closed the fd.",
+		Title: "CLOSE_WAIT sockets that keepalive turned into dead fds: once the broker's side of the connection timed out (" + finTimeoutWords(ev) + "), the client's next keepalive probe drew an RST and the socket left every kernel table; the process never closed the fd.",
 		Fix:   "Fix what left them in CLOSE_WAIT; they count against the process's fd limit until it closes them or exits.",
 	}
 	if lib := ev.Client.Catalog(); lib != nil {
 		c.Fix = lib.Fix + " The held fds count against the process's fd limit until it closes them or exits."
 		c.Rules = lib.Rules
-		c.Ends = endsWords(lib, true)
+		c.Ends = endsWords(lib, true, ev)
 		c.Evidence = []string{"Keepalive: " + lib.Keepalive.Says + " (" + lib.Keepalive.Source.String() + ")."}
 	}
 	f.Causes = []Cause{withText(c)}
@@ -712,7 +726,7 @@ func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) [
 			c.Evidence = append(c.Evidence, fmt.Sprintf("The oldest is at least %s old, past 2x %s's default %s: the setting is raised, or the instances holding them were never closed.",
 				human.Age(age.Min), lib.IdleSetting, human.Age(lib.IdleDefault)))
 		}
-		c.Ends = endsWords(lib, false)
+		c.Ends = endsWords(lib, false, ev)
 		out = append(out, withText(c))
 		if lib.IdleSetting != "" {
 			out = append(out, idleCause(a, p, lib, ev))

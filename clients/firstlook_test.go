@@ -216,6 +216,10 @@ func TestFirstLookHeldClose(t *testing.T) {
 			waitHeld(t, pid)
 			r, code := firstLook(t)
 			checkFirstLookHolds(t, r, code, pid, tc.lib, tc.version, "sockets-held-closed", tc.fixWord)
+			// The wording is the namespace's, not a default's.
+			if w := warnings(reportOf(r, pid)); len(w) > 0 && len(w[0].Causes) > 0 && !strings.Contains(w[0].Causes[0].Title, "2s in this process's network namespace") {
+				t.Errorf("the held CLOSE cause does not cite the namespace's tcp_fin_timeout (2 s): %q", w[0].Causes[0].Title)
+			}
 			r, code = firstLook(t, "--brokers", "127.0.0.1:9092")
 			checkFirstLookHolds(t, r, code, pid, tc.lib, tc.version, "sockets-held-closed", tc.fixWord)
 			if p := reportOf(r, pid); p.Sockets["CLOSE"] == 0 {

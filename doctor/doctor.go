@@ -60,6 +60,9 @@ type Options struct {
 	ReadProc func(pid int) (netstat.Process, error)
 	// FDs takes a process's fd census (fds.Read under ProcRoot).
 	FDs func(pid int) (fds.Census, error)
+	// Sysctls reads the TCP sysctls of a process's network namespace
+	// (tcp_fin_timeout, keepalive), which the diagnosis's wording cites.
+	Sysctls func(pid int) (netstat.TCPSysctls, error)
 	// Sleep waits between samples; nil is a timer on ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 	Arch  string
@@ -90,6 +93,9 @@ func (o *Options) defaults() {
 		o.ReadProc = func(pid int) (netstat.Process, error) {
 			return netstat.ReadProcess(context.Background(), o.ProcRoot, pid)
 		}
+	}
+	if o.Sysctls == nil {
+		o.Sysctls = netstat.NewSysctlCache(o.ProcRoot).NetSysctls
 	}
 	if o.FDs == nil {
 		o.FDs = func(pid int) (fds.Census, error) { return fds.Read(o.ProcRoot, pid) }
@@ -368,30 +374,28 @@ func (o *Options) selectPIDs(rep *Report, last *netstat.Snapshot, series map[int
 			pids = append(pids, p.PID)
 		}
 	}
+	var missing []int
 	for _, pid := range q.PIDs {
 		if slices.Contains(pids, pid) {
 			continue
 		}
-		if _, err := o.ReadProc(pid); err != nil {
-			reason := fmt.Sprintf("--pid %d names no process kdiag can read: %v", pid, err)
-			if errors.Is(err, fs.ErrNotExist) {
-				reason = fmt.Sprintf("--pid %d names no process (no /proc/%d)", pid, pid)
-			}
-			rep.Notes = slices.DeleteFunc(rep.Notes, func(n string) bool { return mentionsPID(n, pid) })
+		_, err := o.ReadProc(pid)
+		switch {
+		case slices.Contains(last.Missing, pid) || errors.Is(err, fs.ErrNotExist):
+			missing = append(missing, pid)
+		case err != nil:
 			rep.Blind = true
-			rep.BlindReason = cmp.Or(rep.BlindReason, reason)
-			continue
+			rep.BlindReason = cmp.Or(rep.BlindReason, fmt.Sprintf("--pid %d names no process kdiag can read: %v", pid, err))
+		default:
+			pids = append(pids, pid)
 		}
-		pids = append(pids, pid)
+	}
+	if len(missing) > 0 {
+		// Said once, in the words scan and watch use.
+		rep.Blind = true
+		rep.BlindReason = cmp.Or(rep.BlindReason, (&netstat.NoProcessError{PIDs: missing}).Error())
 	}
 	return pids
-}
-
-// mentionsPID reports whether a scan note is about pid ("pid 42: ...",
-// "process 42: ...").
-func mentionsPID(note string, pid int) bool {
-	p := strconv.Itoa(pid)
-	return strings.Contains(note, "pid "+p+":") || strings.Contains(note, "process "+p+":") || strings.Contains(note, "pid "+p+" ")
 }
 
 // sampleThreads reads the threads of every process ThreadSamples times,
@@ -442,6 +446,9 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 	}
 	ev.Config, ev.IdleConfigured = o.lintConfig(&p, ps, c)
 	ev.FDs = o.fdEvidence(&p, fdSeries, aopts)
+	if sc, err := o.Sysctls(p.PID); err == nil {
+		ev.Sysctls = &sc
+	}
 	for _, f := range analyzer.Diagnose(a, ps, ev, aopts) {
 		df := Finding{ID: f.Kind, Severity: f.Severity, Title: f.Summary, Evidence: f.Details, KeyEvidence: f.Evidence, Causes: f.Causes}
 		if len(f.Causes) > 0 {

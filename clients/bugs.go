@@ -99,6 +99,9 @@ const (
 	// SymptomIdleCloseWait: CLOSE_WAIT from the broker's idle close, on
 	// connections idle longer than the client's own idle timeout.
 	SymptomIdleCloseWait Symptom = "idle-close-wait"
+	// SymptomConnectionsToAllBrokers: a connection to every broker of
+	// the cluster per client instance, used or not.
+	SymptomConnectionsToAllBrokers Symptom = "connections-to-all-brokers"
 	// SymptomReconnectChurn: connections to a broker replaced again and
 	// again while the broker is up.
 	SymptomReconnectChurn Symptom = "reconnect-churn"
@@ -106,11 +109,12 @@ const (
 
 // symptomWords says what each symptom looks like in kdiag's output.
 var symptomWords = map[Symptom]string{
-	SymptomHeldClose:      "held CLOSE sockets: TCP sockets the kernel has ended after a reset or an error (state CLOSE, in no kernel table) that the process's fds still hold",
-	SymptomCloseWaitLeak:  "CLOSE_WAIT toward brokers that keeps growing and never drains: connections the client dropped without closing, closed since by the broker",
-	SymptomSeedCloseWait:  "connections toward the seed (bootstrap) addresses left behind and growing: ESTABLISHED, then CLOSE_WAIT after the broker's idle close",
-	SymptomIdleCloseWait:  "CLOSE_WAIT from the broker's idle close on connections idle longer than the client's own idle timeout",
-	SymptomReconnectChurn: "new connections to the same broker again and again while it is up: connections opened per minute, TIME_WAIT toward the broker",
+	SymptomHeldClose:               "held CLOSE sockets: TCP sockets the kernel has ended after a reset or an error (state CLOSE, in no kernel table) that the process's fds still hold",
+	SymptomCloseWaitLeak:           "CLOSE_WAIT toward brokers that keeps growing and never drains: connections the client dropped without closing, closed since by the broker",
+	SymptomSeedCloseWait:           "connections toward the seed (bootstrap) addresses left behind and growing: ESTABLISHED, then CLOSE_WAIT after the broker's idle close",
+	SymptomIdleCloseWait:           "CLOSE_WAIT from the broker's idle close on connections idle longer than the client's own idle timeout",
+	SymptomConnectionsToAllBrokers: "a connection to every broker of the cluster per client instance, whether or not it talks to that broker",
+	SymptomReconnectChurn:          "new connections to the same broker again and again while it is up: connections opened per minute, TIME_WAIT toward the broker",
 }
 
 // Describe says what the symptom looks like in kdiag's output, "" for a
@@ -278,6 +282,39 @@ var knownBugs = []KnownBug{
 			fixCommit(kafkaGoRepo, "efce7b6e0bf4da4d8a76aaf26fac880a023396d1", "Don't close connection when end of batch is read correctly (#409)"),
 		},
 		Notes: "Only the Reader (a consumer) is concerned. From v0.3.6 the end of a batch (io.EOF) keeps the read loop on the same connection.",
+	},
+	{
+		ID: "librdkafka-1561", Library: Librdkafka,
+		Title: "Connects to every broker of the cluster, with a broker thread each, whatever it produces to or consumes from",
+		Affected: AffectedRange{
+			Basis: "introduction not pinned: dense connections were the only mode before 1.0.0 (issue #825 tracked sparse connections from 2016)"},
+		Fixed: "1.0.0", FixDate: date("2018-09-22T15:05:24+02:00"),
+		Symptom:      SymptomConnectionsToAllBrokers,
+		SymptomWords: "an ESTABLISHED connection and an rdk:broker thread per broker in the metadata, per handle, whether or not it talks to that broker; the broker's idle close of the unused ones, then a reconnect",
+		Sources: []BugRef{
+			issue(librdkafkaRepo, "1561", "is there a switch to stop the broker bootstrap (only connect the brokers i config)?"),
+			fixPR(librdkafkaRepo, "2019", "Sparse/on-demand connections"),
+			fixCommit(librdkafkaRepo, "2aa591f9029da19724f21f25c4c91580e4893789", "Added support for sparse/on-demand connections (#825)"),
+			fixCommit(librdkafkaRepo, "067ebdce977c95e1e9b657e643733fb4ddfdae89", "same PR: enable.sparse.connections defaults to true"),
+		},
+		Notes: "From 1.0.0 a client connects only to the brokers it needs (enable.sparse.connections=true, a hidden property from v1.0.0-RC8 on; false brings the old behaviour back).",
+	},
+	{
+		ID: "librdkafka-3109", Library: Librdkafka,
+		Title: "No client-side idle close: connections idle past a load balancer's timeout (Azure: 4 minutes, dropped silently) fail at their next request",
+		Affected: AffectedRange{
+			Basis: "introduction not pinned: librdkafka had no connections.max.idle.ms before 1.7.0"},
+		Fixed: "1.7.0", FixDate: date("2021-03-08T19:39:48+01:00"),
+		Symptom:      SymptomReconnectChurn,
+		SymptomWords: "after each idle period a request times out (\"1 request(s) timed out: disconnect\") and the connection is redialled: connections to the same broker replaced about once per idle period",
+		Sources: []BugRef{
+			issue(librdkafkaRepo, "3109", "Robustness and resiliency on Azure"),
+			fixPR(librdkafkaRepo, "3286", "Add connections.max.idle.ms"),
+			fixCommit(librdkafkaRepo, "c13260803a8da0a282d1e1f030dcd38387bcef4b", "Add connections.max.idle.ms"),
+			fixPR(librdkafkaRepo, "3289", "Change connections.max.idle.ms default on Azure to <4 minutes"),
+			fixCommit(librdkafkaRepo, "ba7aaa7ce8e77b8568015cfad721a9658ea69fd7", "Change connections.max.idle.ms default on Azure to <4 minutes"),
+		},
+		Notes: "From 1.7.0 connections.max.idle.ms closes idle connections from the client side; it defaults to 0 (off) unless bootstrap.servers contains \"azure\" (then 230 s). On 1.7.0 and later, set it below the idle timeout of the broker and of anything between client and broker.",
 	},
 	{
 		ID: "sarama-1162", Library: Sarama,

@@ -184,6 +184,18 @@ func TestBugsFor(t *testing.T) {
 		{KafkaGo, "v0.3.6", nil},
 		{KafkaGo, "v0.4.51", nil},
 
+		// librdkafka as rd_kafka_version_str writes it.
+		{Librdkafka, "0.11.6", []string{"librdkafka-1561", "librdkafka-3109"}},
+		{Librdkafka, "0.11.6-RC5", []string{"librdkafka-1561", "librdkafka-3109"}},
+		{Librdkafka, "1.0.0-RC9", []string{"librdkafka-3109"}},
+		{Librdkafka, "1.0.0-pre5", []string{"librdkafka-3109"}},
+		{Librdkafka, "1.0.0", []string{"librdkafka-3109"}},
+		{Librdkafka, "1.6.2", []string{"librdkafka-3109"}},
+		{Librdkafka, "1.7.0-RC1", nil},
+		{Librdkafka, "1.7.0", nil},
+		{Librdkafka, "2.0.2", nil},
+		{Librdkafka, "2.3.0", nil},
+
 		{KafkaJS, "2.2.4", nil},
 		{"no-such-library", "1.0.0", nil},
 	}
@@ -225,6 +237,10 @@ func TestBugVerdicts(t *testing.T) {
 		{"pseudo without base, below the lower bound", bug("sarama-2074"), "v0.0.0-20200101000000-0123456789ab", VerdictUnknown},
 		{"pseudo based below the first affected", bug("sarama-2074"), "v1.27.1-0.20200801000000-0123456789ab", VerdictUnknown},
 		{"go before the first affected", bug("sarama-2074"), "v1.27.0", VerdictNotAffected},
+		{"librdkafka RC of the fix", bug("librdkafka-1561"), "1.0.0-RC9", VerdictUnknown},
+		{"librdkafka pre of the fix", bug("librdkafka-1561"), "1.0.0-pre5", VerdictUnknown},
+		{"librdkafka RC before", bug("librdkafka-1561"), "0.11.6-RC5", VerdictAffected},
+		{"librdkafka garbage", bug("librdkafka-1561"), "unknown", VerdictUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,6 +99,9 @@ const (
 	// SymptomIdleCloseWait: CLOSE_WAIT from the broker's idle close, on
 	// connections idle longer than the client's own idle timeout.
 	SymptomIdleCloseWait Symptom = "idle-close-wait"
+	// SymptomFDGrowth: the process's fds (sockets, pipes, epoll) grow
+	// with each client created and closed.
+	SymptomFDGrowth Symptom = "fd-growth"
 	// SymptomConnectionsToAllBrokers: a connection to every broker of
 	// the cluster per client instance, used or not.
 	SymptomConnectionsToAllBrokers Symptom = "connections-to-all-brokers"
@@ -113,6 +116,7 @@ var symptomWords = map[Symptom]string{
 	SymptomCloseWaitLeak:           "CLOSE_WAIT toward brokers that keeps growing and never drains: connections the client dropped without closing, closed since by the broker",
 	SymptomSeedCloseWait:           "connections toward the seed (bootstrap) addresses left behind and growing: ESTABLISHED, then CLOSE_WAIT after the broker's idle close",
 	SymptomIdleCloseWait:           "CLOSE_WAIT from the broker's idle close on connections idle longer than the client's own idle timeout",
+	SymptomFDGrowth:                "the process's fds grow with each client instance created and closed (sockets, pipes, eventfds, epoll fds) toward its RLIMIT_NOFILE",
 	SymptomConnectionsToAllBrokers: "a connection to every broker of the cluster per client instance, whether or not it talks to that broker",
 	SymptomReconnectChurn:          "new connections to the same broker again and again while it is up: connections opened per minute, TIME_WAIT toward the broker",
 }
@@ -282,6 +286,65 @@ var knownBugs = []KnownBug{
 			fixCommit(kafkaGoRepo, "efce7b6e0bf4da4d8a76aaf26fac880a023396d1", "Don't close connection when end of batch is read correctly (#409)"),
 		},
 		Notes: "Only the Reader (a consumer) is concerned. From v0.3.6 the end of a batch (io.EOF) keeps the read loop on the same connection.",
+	},
+	{
+		ID: "kafka-python-552", Library: KafkaPython,
+		Title: "KafkaClient never closes its wake pipe, and reference cycles keep closed clients from being freed",
+		Affected: AffectedRange{From: "1.0.0",
+			Basis: "the async KafkaClient (kafka/client_async.py) and its os.pipe() wake fds were first released in 1.0.0"},
+		Fixed: "1.0.1", FixDate: date("2016-02-16T21:30:38-08:00"),
+		Symptom:      SymptomFDGrowth,
+		SymptomWords: "two pipe fds per consumer or producer created, never released: the fd count grows until select() fails with \"filedescriptor out of range in select()\" at fd 1024",
+		Sources: []BugRef{
+			issue(kafkaPythonRepo, "552", "KafkaClient leaks file descriptors"),
+			fixPR(kafkaPythonRepo, "553", "break up some circular references and close client wake pipe on __del__ (merged as bcdefd698d03)"),
+			fixCommit(kafkaPythonRepo, "d7522b0fb79bffbe10a2548658a48829dd1a5c33", "break up some circular references and close client wake pipe on __del__"),
+		},
+		Notes: "1.0.1 closes the pipe in KafkaClient.__del__ and breaks the cycles that kept clients alive; the bootstrap socket and the wake fds still leaked until 1.2.0 (kafka-python-689).",
+	},
+	{
+		ID: "kafka-python-689", Library: KafkaPython,
+		Title: "A closed KafkaClient leaves its bootstrap socket and its wake socket pair open",
+		Affected: AffectedRange{From: "1.0.0",
+			Basis: "from 1.0.0, KafkaClient._bootstrap dropped the bootstrap connection that found brokers without closing it"},
+		Fixed: "1.2.0", FixDate: date("2016-05-22T17:14:43-07:00"),
+		Symptom:      SymptomFDGrowth,
+		SymptomWords: "a socket toward a bootstrap server and a socket pair per KafkaProducer or KafkaConsumer created and closed: the fds grow with each client until \"Too many open files\" (the issue's producer-per-batch loop)",
+		Sources: []BugRef{
+			issue(kafkaPythonRepo, "689", "Creating multiple KafkaProducer instances results in 'Too many open files' error"),
+			fixPR(kafkaPythonRepo, "696", "Fix socket leaks in KafkaClient"),
+			fixCommit(kafkaPythonRepo, "77cb35078a7408ebb0eab4bfc2220cc11c10d3b2", "Fix socket leaks in KafkaClient (#696)"),
+		},
+		Notes: "1.2.0 closes the bootstrap connection once it has usable metadata and closes the wake sockets in close() (they were closed only in __del__, which a reference cycle kept from running).",
+	},
+	{
+		ID: "kafka-python-729", Library: KafkaPython,
+		Title: "KafkaClient.close() leaves its selector, an epoll fd, open",
+		Affected: AffectedRange{From: "1.1.0",
+			Basis: "KafkaClient polls through a selectors selector from 1.1.0 (1.0.x called select.select)"},
+		Fixed: "1.2.2", FixDate: date("2016-06-17T14:24:00-07:00"),
+		Symptom:      SymptomFDGrowth,
+		SymptomWords: "one epoll fd (anon_inode:[eventpoll]) left per client closed, growing with each producer or consumer created and closed",
+		Sources: []BugRef{
+			fixPR(kafkaPythonRepo, "729", "Close selector when closing the client connection to fix fd leak"),
+			fixCommit(kafkaPythonRepo, "5b9c55817b76eab8346f65e7c973c518d1e82409", "Close selector when closing the client connection to fix fd leak. (#729)"),
+		},
+		Notes: "1.2.2 closes the selector in KafkaClient.close().",
+	},
+	{
+		ID: "kafka-python-1425", Library: KafkaPython,
+		Title: "BrokerConnection.check_version leaves a selector, an epoll fd, open at every call",
+		Affected: AffectedRange{From: "1.4.0",
+			Basis: "check_version creates a selector from commit e3b1ad24b80d (Move callback processing from BrokerConnection to KafkaClient), first released in 1.4.0"},
+		Fixed: "1.4.2", FixDate: date("2018-03-09T10:28:19-05:00"),
+		Symptom:      SymptomFDGrowth,
+		SymptomWords: "one epoll fd per broker version probe, that is per KafkaProducer, KafkaConsumer or KafkaAdminClient created without api_version: the fds grow with the clients created",
+		Sources: []BugRef{
+			fixPR(kafkaPythonRepo, "1425", "Close leaked selector in version check"),
+			fixCommit(kafkaPythonRepo, "d90cf22bcf5c49b6d75cac4282d7cc2ae973651c", "Close leaked selector in version check (#1425)"),
+			commit(kafkaPythonRepo, "e3b1ad24b80dd60e3159566740f40fc6f5811070", "introduced it: Move callback processing from BrokerConnection to KafkaClient"),
+		},
+		Notes: "KafkaClient probes the broker version at creation when api_version is None; setting api_version skips the probe on affected versions.",
 	},
 	{
 		ID: "librdkafka-1561", Library: Librdkafka,

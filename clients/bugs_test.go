@@ -196,6 +196,22 @@ func TestBugsFor(t *testing.T) {
 		{Librdkafka, "2.0.2", nil},
 		{Librdkafka, "2.3.0", nil},
 
+		// kafka-python: the 1.1.1 (dpkp/kafka-python#689).
+		{KafkaPython, "0.9.5", nil},
+		{KafkaPython, "1.0.0", []string{"kafka-python-552", "kafka-python-689"}},
+		{KafkaPython, "1.0.1", []string{"kafka-python-689"}},
+		{KafkaPython, "1.1.1", []string{"kafka-python-689", "kafka-python-729"}},
+		{KafkaPython, "1.2.0", []string{"kafka-python-729"}},
+		{KafkaPython, "1.2.1rc1", []string{"kafka-python-729"}},
+		{KafkaPython, "1.2.2", nil},
+		{KafkaPython, "1.4.0rc1", nil},
+		{KafkaPython, "1.4.0", []string{"kafka-python-1425"}},
+		{KafkaPython, "1.4.1", []string{"kafka-python-1425"}},
+		{KafkaPython, "1.4.1.post1", []string{"kafka-python-1425"}},
+		{KafkaPython, "1.4.2.dev0", nil},
+		{KafkaPython, "1.4.2", nil},
+		{KafkaPython, "2.0.2", nil},
+
 		{KafkaJS, "2.2.4", nil},
 		{"no-such-library", "1.0.0", nil},
 	}
@@ -241,6 +257,12 @@ func TestBugVerdicts(t *testing.T) {
 		{"librdkafka pre of the fix", bug("librdkafka-1561"), "1.0.0-pre5", VerdictUnknown},
 		{"librdkafka RC before", bug("librdkafka-1561"), "0.11.6-RC5", VerdictAffected},
 		{"librdkafka garbage", bug("librdkafka-1561"), "unknown", VerdictUnknown},
+		{"python rc of the first affected", bug("kafka-python-1425"), "1.4.0rc1", VerdictUnknown},
+		{"python dev of the fix", bug("kafka-python-1425"), "1.4.2.dev0", VerdictUnknown},
+		{"python post", bug("kafka-python-1425"), "1.4.1.post1", VerdictAffected},
+		{"python epoch", bug("kafka-python-1425"), "1!1.4.1", VerdictUnknown},
+		{"python local", bug("kafka-python-1425"), "1.4.1+ubuntu1", VerdictUnknown},
+		{"python before", bug("kafka-python-1425"), "1.3.5", VerdictNotAffected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

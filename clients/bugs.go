@@ -108,6 +108,9 @@ const (
 	// SymptomReconnectChurn: connections to a broker replaced again and
 	// again while the broker is up.
 	SymptomReconnectChurn Symptom = "reconnect-churn"
+	// SymptomReconnectStorm: connection attempts toward an unreachable
+	// broker at a short fixed interval.
+	SymptomReconnectStorm Symptom = "reconnect-storm"
 )
 
 // symptomWords says what each symptom looks like in kdiag's output.
@@ -119,6 +122,7 @@ var symptomWords = map[Symptom]string{
 	SymptomFDGrowth:                "the process's fds grow with each client instance created and closed (sockets, pipes, eventfds, epoll fds) toward its RLIMIT_NOFILE",
 	SymptomConnectionsToAllBrokers: "a connection to every broker of the cluster per client instance, whether or not it talks to that broker",
 	SymptomReconnectChurn:          "new connections to the same broker again and again while it is up: connections opened per minute, TIME_WAIT toward the broker",
+	SymptomReconnectStorm:          "connection attempts toward an unreachable broker at a short fixed interval, with no backoff: SYN_SENT and refused connects at a steady high rate",
 }
 
 // Describe says what the symptom looks like in kdiag's output, "" for a
@@ -269,6 +273,23 @@ var knownBugs = []KnownBug{
 			issue(franzRepo, "1022", "the issue the ApiVersions reset retry closed"),
 		},
 		Notes: "The fix closes the reset connection before retrying, and retries at the maximum version twice before falling back to v0 (the affected versions fell back to v0 at the first retry). Only brokers that reset the connection on ApiVersions are concerned.",
+	},
+	{
+		ID: "KAFKA-6101", Library: KafkaClients,
+		Title: "Reconnect backoff does not grow: reconnect.backoff.max.ms is ignored and a down broker is redialled every reconnect.backoff.ms",
+		Affected: AffectedRange{From: "0.11.0.0",
+			Basis: "exponential reconnect backoff (KIP-144, KAFKA-3878, commit b31df613f266) first shipped in 0.11.0.0, and ClusterConnectionStates.connecting reset the failure count at every attempt"},
+		Fixed: "1.0.0", FixDate: date("2017-10-23T15:52:30+01:00"),
+		Symptom:      SymptomReconnectStorm,
+		SymptomWords: "connection attempts toward an unreachable broker every reconnect.backoff.ms (50 ms by default) per client, never backing off: SYN_SENT and refused connects toward that broker at a steady high rate",
+		Sources: []BugRef{
+			{Kind: RefJira, ID: "KAFKA-6101", Says: "Reconnecting to broker does not exponentially backoff"},
+			fixPR(apacheKafkaRepo, "4118", "KAFKA-6101 Reconnecting to broker does not exponentially backoff"),
+			fixCommit(apacheKafkaRepo, "505fd05911f4c044c47599b44369a0aedb435532", "the fix on the 1.0 branch, in 1.0.0"),
+			fixCommit(apacheKafkaRepo, "277fc927c0d6c2699b64a5a54461fb96a50f58ae", "the fix on trunk, first in 1.1.0"),
+			commit(apacheKafkaRepo, "b31df613f2664a8dc699b421b392f0aca9d5f83f", "KAFKA-3878: exponential backoff via reconnect.backoff.max (KIP-144)"),
+		},
+		Notes: "0.11.0.x releases were not fixed (the fix is not in 0.11.0.2): move to 1.0.0 or later.",
 	},
 	{
 		ID: "kafka-go-258", Library: KafkaGo,

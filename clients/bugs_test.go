@@ -212,6 +212,22 @@ func TestBugsFor(t *testing.T) {
 		{KafkaPython, "1.4.2", nil},
 		{KafkaPython, "2.0.2", nil},
 
+		{KafkaClients, "0.10.2.1", nil},
+		{KafkaClients, "0.11.0.0", []string{"KAFKA-6101"}},
+		{KafkaClients, "0.11.0.2", []string{"KAFKA-6101"}},
+		{KafkaClients, "0.11.0.3-rc0", []string{"KAFKA-6101"}},
+		{KafkaClients, "1.0.0-rc3", nil},
+		{KafkaClients, "1.0.0", nil},
+		{KafkaClients, "2.1.1", nil},
+		{KafkaClients, "3.9.0", nil},
+		// Confluent builds: 3.3.x is Apache 0.11.0.x, 3.2.x 0.10.2.x, 4.0.x
+		// 1.0.x; 7.9 is past the mapping read at its source.
+		{KafkaClients, "3.3.2-ccs", []string{"KAFKA-6101"}},
+		{KafkaClients, "3.2.0-ccs", nil},
+		{KafkaClients, "4.0.0-ccs", nil},
+		{KafkaClients, "7.7.0-ccs", nil},
+		{KafkaClients, "7.9.0-ccs", nil},
+
 		{KafkaJS, "2.2.4", nil},
 		{"no-such-library", "1.0.0", nil},
 	}
@@ -234,6 +250,9 @@ func TestBugVerdicts(t *testing.T) {
 		}
 		return b
 	}
+	// Bounds with a patch number, against a Confluent series that cannot
+	// tell patches apart.
+	patchFix := KnownBug{ID: "kafka-clients-test", Library: KafkaClients, Affected: AffectedRange{From: "2.8.1"}, Fixed: "3.7.1"}
 	tests := []struct {
 		name    string
 		bug     KnownBug
@@ -263,6 +282,18 @@ func TestBugVerdicts(t *testing.T) {
 		{"python epoch", bug("kafka-python-1425"), "1!1.4.1", VerdictUnknown},
 		{"python local", bug("kafka-python-1425"), "1.4.1+ubuntu1", VerdictUnknown},
 		{"python before", bug("kafka-python-1425"), "1.3.5", VerdictNotAffected},
+		{"java four parts", bug("KAFKA-6101"), "0.11.0.2", VerdictAffected},
+		{"java rc of the fix", bug("KAFKA-6101"), "1.0.0-rc3", VerdictUnknown},
+		{"java snapshot", bug("KAFKA-6101"), "0.11.0.3-SNAPSHOT", VerdictAffected},
+		{"java unknown suffix", bug("KAFKA-6101"), "0.11.0.2-foo", VerdictUnknown},
+		{"confluent in range", bug("KAFKA-6101"), "3.3.0-ccs", VerdictAffected},
+		{"confluent below", bug("KAFKA-6101"), "3.2.3-ccs", VerdictNotAffected},
+		{"confluent fixed", bug("KAFKA-6101"), "4.0.1-ccs", VerdictNotAffected},
+		{"confluent unmapped", bug("KAFKA-6101"), "7.9.0-ccs", VerdictUnknown},
+		{"confluent series of a patch fix", patchFix, "7.7.2-ccs", VerdictUnknown},
+		{"confluent series before a patch fix", patchFix, "7.6.0-ccs", VerdictAffected},
+		{"confluent series of a patch first-affected", patchFix, "6.2.0-ccs", VerdictUnknown},
+		{"confluent series before a patch first-affected", patchFix, "6.1.0-ccs", VerdictNotAffected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -168,6 +168,7 @@ func Diagnose(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) []Findin
 	if f, ok := reconnectFinding(a, p, ev); ok {
 		out = append(out, f)
 	}
+	out = append(out, knownBugFindings(p, ev)...)
 	if f, ok := heldClosedFinding(p, ev); ok {
 		out = append(out, f)
 	}
@@ -388,6 +389,9 @@ func clientLine(c clients.Client) string {
 			return "Client: not identified (" + strings.Join(c.Evidence[1:], "; ") + ")."
 		}
 		return ""
+	}
+	if len(c.Evidence) == 0 {
+		return "Client: " + c.String() + "."
 	}
 	return "Client: " + c.String() + " (" + strings.Join(c.Evidence, "; ") + ")."
 }

@@ -168,7 +168,6 @@ func Diagnose(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) []Findin
 	if f, ok := reconnectFinding(a, p, ev); ok {
 		out = append(out, f)
 	}
-	out = append(out, knownBugFindings(p, ev)...)
 	if f, ok := heldClosedFinding(p, ev); ok {
 		out = append(out, f)
 	}
@@ -179,6 +178,9 @@ func Diagnose(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) []Findin
 			out = append(out, f)
 		}
 	}
+	// Last among equals: what the sockets show comes before what the
+	// version suggests.
+	out = append(out, knownBugFindings(p, ev)...)
 	slices.SortStableFunc(out, func(x, y Finding) int { return int(y.Severity) - int(x.Severity) })
 	return out
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/internal/atomicfile"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/netstat/events"
@@ -124,7 +125,9 @@ report TIME_WAIT, which the default --state all includes: watch named states,
 e.g. --state close-wait,established, to use them.
 
   --record FILE    appends every snapshot as one JSON line (replay with kdiag report)
-  --listen ADDR    serves Prometheus metrics on http://ADDR/metrics
+  --listen ADDR    serves Prometheus metrics on http://ADDR/metrics, to at
+                   most 64 connections at once (a quarter of the open-file
+                   limit when that is fewer, the rest kept for the scans)
   --textfile DIR   writes DIR/kdiag.prom for node_exporter's textfile collector
   --report PATH    writes a report at exit (.md: Markdown, else HTML)`,
 		Example: `  # CLOSE_WAIT toward a Kafka cluster, for 10 minutes, then the findings
@@ -170,7 +173,7 @@ e.g. --state close-wait,established, to use them.
 	fl.DurationVar(&opts.Window, "window", time.Hour, "history the analyzer keeps for verdicts and the report (0: all)")
 	fl.DurationVar(&opts.StuckAge, "stuck-age", time.Minute, "CLOSE_WAIT older than this is a finding even when not growing")
 	fl.StringVar(&opts.Record, "record", "", "append each snapshot to `FILE` as a JSON line")
-	fl.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics on `ADDR` (e.g. 127.0.0.1:9813) at /metrics")
+	fl.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics on `ADDR` (e.g. 127.0.0.1:9813) at /metrics; at most 64 connections at once, or a quarter of the open-file limit if fewer")
 	fl.StringVar(&opts.Textfile, "textfile", "", "write metrics to `DIR`/kdiag.prom for node_exporter's textfile collector")
 	fl.StringVar(&opts.Report, "report", "", "write a report to `PATH` at exit (.md: Markdown, else HTML)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no live output (metrics, recording and findings only)")
@@ -392,13 +395,18 @@ func runWatch(o *WatchOptions) error {
 		mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(w, "kdiag watch: metrics at /metrics")
 		})
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go srv.Serve(ln)
+		// Bounded: timeouts, and a cap on connections within a share of
+		// the open-file limit, so that scrapers can never starve the
+		// scans of fds or the pod of memory (metrics.Server).
+		srv := metrics.NewServer(ln, mux, metrics.ServerOptions{})
+		go srv.Serve()
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			srv.Shutdown(sctx)
 		}()
+		fmt.Fprintf(o.IO.ErrOut, "kdiag watch: metrics at http://%s/metrics, at most %d connections at once (the longest idle is closed to make room; idle ones after %s)\n",
+			ln.Addr(), srv.Cap, human.Age(metrics.IdleTimeout))
 		if o.Listening != nil {
 			o.Listening(ln.Addr().String())
 		}

@@ -157,6 +157,10 @@ func (s *Server) connState(c net.Conn, state http.ConnState) {
 			s.seq++
 			e.state, e.seq = state, s.seq
 		}
+		// A newcomer found every other connection serving a request:
+		// LimitListener now holds Accept until one closes, which an idle
+		// connection does only after IdleTimeout. Make room now.
+		victim = s.victimLocked(nil)
 	case http.StateClosed, http.StateHijacked:
 		delete(s.conns, c)
 	}
@@ -170,9 +174,10 @@ func (s *Server) connState(c net.Conn, state http.ConnState) {
 
 // victimLocked picks, when the connections not yet closing fill the cap,
 // the one that has waited longest without a request in progress, other
-// than c, and marks it closing; nil when every one is serving a request
-// (the next connection then waits in the accept queue for one to end).
-func (s *Server) victimLocked(c net.Conn) net.Conn {
+// than keep (a newcomer, nil for none), and marks it closing; nil when
+// every one is serving a request (the next connection then waits in the
+// kernel's accept queue until one goes idle).
+func (s *Server) victimLocked(keep net.Conn) net.Conn {
 	open := 0
 	var oldest net.Conn
 	var oldestSeq uint64
@@ -181,7 +186,7 @@ func (s *Server) victimLocked(c net.Conn) net.Conn {
 			continue
 		}
 		open++
-		if k == c || e.state == http.StateActive {
+		if k == keep || e.state == http.StateActive {
 			continue
 		}
 		if oldest == nil || e.seq < oldestSeq {

@@ -202,3 +202,68 @@ func TestServerTimeouts(t *testing.T) {
 		t.Error("the write to a client that reads nothing still blocks after 30 s")
 	}
 }
+
+// TestServerMakesRoomWhenAllBusy: when a newcomer finds every other
+// connection serving a request, it waits in the accept queue; as soon as
+// one of them goes idle it is closed to let the newcomer in, not after
+// IdleTimeout (an hour here). Before, a flood of scrapes on a loaded
+// machine could find all 64 busy, and the port then took no connection
+// for 90 s.
+func TestServerMakesRoomWhenAllBusy(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 8)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			entered <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, "ok\n")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(ln, h, ServerOptions{MaxConns: 4, IdleTimeout: time.Hour})
+	go s.Serve()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	}()
+	addr := ln.Addr().String()
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	// One at a time, each in the handler before the next connects: a
+	// connection not yet serving is one to close to make room.
+	for i := range 4 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		io.WriteString(c, "GET /hold HTTP/1.1\r\nHost: kdiag\r\n\r\n")
+		select {
+		case <-entered:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("request %d not in the handler after 30 s", i+1)
+		}
+	}
+	// Every slot is serving: the newcomer's request waits.
+	got := make(chan error, 1)
+	go func() {
+		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		got <- err
+	}()
+	close(release)
+	if err := <-got; err != nil {
+		t.Errorf("the newcomer, once the others went idle: %v", err)
+	}
+}

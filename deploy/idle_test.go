@@ -123,24 +123,26 @@ func TestDaemonSetUnderIdleConnections(t *testing.T) {
 	}
 	// waitScans waits for kdiag_scans_total to reach n, at most 5
 	// intervals and a minute.
-	waitScans := func(what string, n float64) float64 {
-		t.Helper()
+	waitScans := func(n float64) (float64, error) {
 		deadline := time.Now().Add(5*wait + time.Minute)
 		for {
 			scans, errs, err := scrape()
 			if err == nil && errs > 0 {
-				t.Fatalf("%s: %v scans failed; stderr:\n%s", what, errs, stderr.String())
+				return scans, fmt.Errorf("%v scans failed; stderr:\n%s", errs, stderr.String())
 			}
 			if err == nil && scans >= n {
-				return scans
+				return scans, nil
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v scans (%v), want %v; stderr:\n%s", what, scans, err, n, stderr.String())
+				return scans, fmt.Errorf("%v scans (%v), want %v; stderr:\n%s", scans, err, n, stderr.String())
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	base := waitScans("before the connections", 2)
+	base, err := waitScans(2)
+	if err != nil {
+		t.Fatalf("before the connections: %v", err)
+	}
 	before := memory(t, cmd.Process.Pid)
 
 	conns := make([]net.Conn, 0, idleConns)
@@ -164,10 +166,17 @@ func TestDaemonSetUnderIdleConnections(t *testing.T) {
 		}
 	}
 	opened := time.Since(start)
-	after := waitScans("under the connections", base+2)
+	after, scanErr := waitScans(base + 2)
 	under := memory(t, cmd.Process.Pid)
-	t.Logf("resident memory: %s before; with %d idle scrape connections (opened in %s), after %v more scans: %s; %s",
-		before, idleConns, opened.Round(time.Millisecond), after-base, under, load())
+	scanned := fmt.Sprintf("after %v more scans", after-base)
+	if scanErr != nil {
+		scanned = "no scrape answered"
+	}
+	t.Logf("resident memory: %s before; with %d idle scrape connections (opened in %s), %s: %s; %s",
+		before, idleConns, opened.Round(time.Millisecond), scanned, under, load())
+	if scanErr != nil {
+		t.Errorf("under the connections: %v", scanErr)
+	}
 	if peak := under.peak; peak >= limit {
 		t.Errorf("watch peaked at %.1f MB resident, above the DaemonSet's limits.memory %s", float64(peak)/1e6, c.Resources.Limits.Memory)
 	}

@@ -99,9 +99,12 @@ func TestDaemonSetUnderIdleConnections(t *testing.T) {
 	}()
 	t.Logf("kdiag %s (%s); %s", strings.Join(args, " "), bin, load())
 
-	// scrapes returns kdiag_scans_total and kdiag_scan_errors_total, over
-	// a connection of its own, closed after.
+	// scrape returns kdiag_scans_total and kdiag_scan_errors_total, over
+	// a connection of its own, closed after, and keeps the sockets the
+	// last scan saw (the sum of kdiag_tcp_sockets: the host's, the
+	// connections' both ends included).
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var sockets float64
 	scrape := func() (scans, errs float64, err error) {
 		resp, err := client.Get("http://" + addr + "/metrics")
 		if err != nil {
@@ -118,6 +121,10 @@ func TestDaemonSetUnderIdleConnections(t *testing.T) {
 		}
 		for _, m := range mfs["kdiag_scan_errors_total"].GetMetric() {
 			errs = m.GetCounter().GetValue()
+		}
+		sockets = 0
+		for _, m := range mfs["kdiag_tcp_sockets"].GetMetric() {
+			sockets += m.GetGauge().GetValue()
 		}
 		return scans, errs, nil
 	}
@@ -143,7 +150,7 @@ func TestDaemonSetUnderIdleConnections(t *testing.T) {
 	if err != nil {
 		t.Fatalf("before the connections: %v", err)
 	}
-	before := memory(t, cmd.Process.Pid)
+	before, beforeSockets := memory(t, cmd.Process.Pid), sockets
 
 	conns := make([]net.Conn, 0, idleConns)
 	defer func() {
@@ -168,12 +175,12 @@ func TestDaemonSetUnderIdleConnections(t *testing.T) {
 	opened := time.Since(start)
 	after, scanErr := waitScans(base + 2)
 	under := memory(t, cmd.Process.Pid)
-	scanned := fmt.Sprintf("after %v more scans", after-base)
+	scanned := fmt.Sprintf("after %v more scans, of %v sockets", after-base, sockets)
 	if scanErr != nil {
 		scanned = "no scrape answered"
 	}
-	t.Logf("resident memory: %s before; with %d idle scrape connections (opened in %s), %s: %s; %s",
-		before, idleConns, opened.Round(time.Millisecond), scanned, under, load())
+	t.Logf("resident memory: %s before (scans of %v sockets); with %d idle scrape connections (opened in %s), %s: %s; %s",
+		before, beforeSockets, idleConns, opened.Round(time.Millisecond), scanned, under, load())
 	if scanErr != nil {
 		t.Errorf("under the connections: %v", scanErr)
 	}

@@ -146,13 +146,13 @@ type row struct {
 	Verdict, Recent, Rate  string
 	Oldest                 string
 	Est                    int
-	// Held counts the held CLOSE sockets at the last sample; the CW
-	// figures count them too (the trend of analyzer.Counts.Leaked).
-	Held int
 	TopRemote              string
 	Spark                  string
 	Charted                bool
 	ChartID                string
+	// Held counts the held CLOSE sockets at the last sample; the CW
+	// figures count them too (the trend of analyzer.Counts.Leaked).
+	Held int
 }
 
 func rows(a *analyzer.Analysis) []row {

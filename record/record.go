@@ -145,7 +145,7 @@ func Read(r io.Reader) ([]netstat.Snapshot, []Note, error) {
 		snaps []netstat.Snapshot
 		notes []Note
 	)
-	lr := &lineReader{br: bufio.NewReaderSize(r, 1<<20), max: maxLine}
+	lr := &lineReader{br: bufio.NewReaderSize(r, chunkSize), max: maxLine}
 	first := true // no line but blank ones yet
 	for n := 1; ; n++ {
 		l, err := lr.next(first)
@@ -193,11 +193,22 @@ func parseLine(l line, snaps *[]netstat.Snapshot) (note string, ok bool) {
 // lineReader reads a recording a line at a time, holding at most max bytes
 // of one. bufio.Reader's ReadBytes and Scanner hold a line whole (or fail
 // on it): this keeps reading past the bound without keeping what it reads.
+// A line is kept in chunks of chunkSize as read, not in one slice grown by
+// append, whose copies left a line of 256 MiB costing 775 MB resident.
 type lineReader struct {
 	br  *bufio.Reader
 	max int
-	buf []byte
+	// chunks hold the line read so far, n bytes; their memory serves the
+	// next line too.
+	chunks [][]byte
+	n      int
+	// joined is the line in one piece, for json.Unmarshal, when it took
+	// more than one chunk.
+	joined []byte
 }
+
+// chunkSize is the size of lineReader's chunks, and of its bufio.Reader.
+const chunkSize = 1 << 20
 
 // line is what lineReader.next read of one line.
 type line struct {
@@ -214,39 +225,87 @@ type line struct {
 	head         string
 }
 
+// keep appends b to the line's chunks.
+func (r *lineReader) keep(b []byte) {
+	for len(b) > 0 {
+		i := r.n / chunkSize
+		if i == len(r.chunks) {
+			r.chunks = append(r.chunks, make([]byte, 0, chunkSize))
+		}
+		c := r.chunks[i]
+		k := copy(c[len(c):cap(c)], b)
+		r.chunks[i] = c[:len(c)+k]
+		r.n += k
+		b = b[k:]
+	}
+}
+
+// reset empties the chunks for the next line; after a line too long to
+// keep it lets all but one go, as it would have had to hold max bytes.
+func (r *lineReader) reset(release bool) {
+	if release && len(r.chunks) > 1 {
+		r.chunks, r.joined = r.chunks[:1], nil
+	}
+	for i := range r.chunks {
+		r.chunks[i] = r.chunks[i][:0]
+	}
+	r.n = 0
+}
+
+// bytes returns the line read so far in one piece.
+func (r *lineReader) bytes() []byte {
+	switch {
+	case r.n == 0:
+		return nil
+	case r.n <= chunkSize:
+		return r.chunks[0]
+	}
+	r.joined = r.joined[:0]
+	for _, c := range r.chunks {
+		r.joined = append(r.joined, c...)
+	}
+	return r.joined
+}
+
 // next reads the next line. With checkStart, it stops as soon as the line's
 // first bytes past any blanks show that it does not begin with
 // snapshotPrefix. Its error is nil, io.EOF at the end of the input, or a
 // read error.
 func (r *lineReader) next(checkStart bool) (line, error) {
 	var l line
-	r.buf = r.buf[:0]
+	r.reset(false)
 	err := bufio.ErrBufferFull
+	var head []byte // the line's first bytes past blanks, up to 16
 	for errors.Is(err, bufio.ErrBufferFull) {
 		var chunk []byte
 		chunk, err = r.br.ReadSlice('\n')
-		if !l.tooLong && len(r.buf)+len(chunk) > r.max {
-			l.tooLong, r.buf = true, r.buf[:0]
-		}
-		if !l.tooLong {
-			r.buf = append(r.buf, chunk...)
-		}
-		if checkStart && !l.tooLong {
-			start := bytes.TrimLeft(r.buf, " \t\r\n")
+		if checkStart {
+			h := chunk
+			if len(head) == 0 {
+				h = bytes.TrimLeft(h, " \t\r\n")
+			}
+			head = append(head, h[:min(len(h), 16-len(head))]...)
 			ended := !errors.Is(err, bufio.ErrBufferFull)
-			if len(start) >= len(snapshotPrefix) || ended && len(start) > 0 {
+			if len(head) >= len(snapshotPrefix) || ended && len(head) > 0 {
 				checkStart = false
 				// A cut first line may be shorter than the prefix.
-				if !bytes.HasPrefix(start, []byte(snapshotPrefix)) && !(ended && bytes.HasPrefix([]byte(snapshotPrefix), start)) {
-					l.notRecording, l.head = true, string(start[:min(len(start), 16)])
+				if !bytes.HasPrefix(head, []byte(snapshotPrefix)) && !(ended && bytes.HasPrefix([]byte(snapshotPrefix), head)) {
+					l.notRecording, l.head = true, string(head)
 					return l, nil
 				}
 			}
 		}
+		if !l.tooLong && r.n+len(chunk) > r.max {
+			l.tooLong = true
+			r.reset(true)
+		}
+		if !l.tooLong {
+			r.keep(chunk)
+		}
 	}
 	l.complete = err == nil
 	if !l.tooLong {
-		l.text = bytes.TrimSpace(r.buf)
+		l.text = bytes.TrimSpace(r.bytes())
 	}
 	return l, err
 }

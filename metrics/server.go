@@ -64,10 +64,11 @@ func openFileLimit() uint64 {
 
 // Server serves HTTP on a listener within bounds: the timeouts of
 // ServerOptions, and at most Cap connections at once. At the cap, a new
-// connection closes the one that has waited longest without a request in
-// progress (idle between requests, or connected and not yet sending), so
-// that clients which connect and stay idle cannot lock out a scraper: they
-// are dropped as new clients come, not only after IdleTimeout.
+// connection closes the one idle longest between requests (else the one
+// connected longest without sending one), and a connection that goes idle
+// while all are held closes the longest idle, so that clients which
+// connect and stay idle cannot lock out a scraper: they are dropped as new
+// clients come, not only after IdleTimeout.
 type Server struct {
 	// Cap is the most connections held at once.
 	Cap int
@@ -173,30 +174,36 @@ func (s *Server) connState(c net.Conn, state http.ConnState) {
 }
 
 // victimLocked picks, when the connections not yet closing fill the cap,
-// the one that has waited longest without a request in progress, other
-// than keep (a newcomer, nil for none), and marks it closing; nil when
-// every one is serving a request (the next connection then waits in the
-// kernel's accept queue until one goes idle).
+// one to close, and marks it closing: the longest idle between requests;
+// else, for a newcomer (keep), the one connected longest without sending
+// a request, other than keep. nil when every one is serving a request (the
+// next connection then waits in the kernel's accept queue until one goes
+// idle). A connection that went idle (keep nil) never closes one that has
+// not yet been served: that is a newcomer the room was made for.
 func (s *Server) victimLocked(keep net.Conn) net.Conn {
 	open := 0
-	var oldest net.Conn
-	var oldestSeq uint64
+	var idle, fresh net.Conn
+	var idleSeq, freshSeq uint64
 	for k, e := range s.conns {
 		if e.closing {
 			continue
 		}
 		open++
-		if k == keep || e.state == http.StateActive {
-			continue
-		}
-		if oldest == nil || e.seq < oldestSeq {
-			oldest, oldestSeq = k, e.seq
+		switch {
+		case e.state == http.StateIdle && (idle == nil || e.seq < idleSeq):
+			idle, idleSeq = k, e.seq
+		case e.state == http.StateNew && keep != nil && k != keep && (fresh == nil || e.seq < freshSeq):
+			fresh, freshSeq = k, e.seq
 		}
 	}
-	if open < s.Cap || oldest == nil {
+	victim := idle
+	if victim == nil {
+		victim = fresh
+	}
+	if open < s.Cap || victim == nil {
 		return nil
 	}
-	s.conns[oldest].closing = true
+	s.conns[victim].closing = true
 	s.evicted++
-	return oldest
+	return victim
 }

@@ -267,3 +267,89 @@ func TestServerMakesRoomWhenAllBusy(t *testing.T) {
 		t.Errorf("the newcomer, once the others went idle: %v", err)
 	}
 }
+
+// TestServerKeepsTheNewcomer: the room made when a connection goes idle is
+// for the newcomer that waited for it, so a later connection going idle
+// closes itself (or another idle one), never the newcomer before it sends
+// its request.
+func TestServerKeepsTheNewcomer(t *testing.T) {
+	release := map[string]chan struct{}{"/1": make(chan struct{}), "/2": make(chan struct{}), "/3": make(chan struct{}), "/4": make(chan struct{})}
+	entered := make(chan struct{}, 4)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ch := release[r.URL.Path]; ch != nil {
+			entered <- struct{}{}
+			<-ch
+		}
+		io.WriteString(w, "ok\n")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(ln, h, ServerOptions{MaxConns: 4, IdleTimeout: time.Hour, ReadTimeout: time.Hour})
+	go s.Serve()
+	defer func() {
+		for _, ch := range release {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	}()
+	addr := ln.Addr().String()
+	port := ln.Addr().(*net.TCPAddr).Port
+	var held []*bufio.Reader
+	for i := 1; i <= 4; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Minute))
+		fmt.Fprintf(c, "GET /%d HTTP/1.1\r\nHost: kdiag\r\n\r\n", i)
+		held = append(held, bufio.NewReader(c))
+		select {
+		case <-entered:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("request %d not in the handler after 30 s", i)
+		}
+	}
+	// The newcomer connects and waits in the accept queue, not sending yet.
+	n, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	n.SetDeadline(time.Now().Add(time.Minute))
+	// The first goes idle and is closed: the newcomer is taken in.
+	close(release["/1"])
+	deadline := time.Now().Add(30 * time.Second)
+	for s.Evicted() < 1 || heldBy(t, port) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the newcomer not taken in after 30 s (%d closed, %d held)", s.Evicted(), heldBy(t, port))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The second goes idle: it makes room by closing itself, not the
+	// newcomer, which has not sent its request yet.
+	close(release["/2"])
+	if resp, err := http.ReadResponse(held[1], nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the second's response: %v", err)
+	}
+	for s.Evicted() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d closed after 30 s, want 2", s.Evicted())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	io.WriteString(n, "GET / HTTP/1.1\r\nHost: kdiag\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(n), nil)
+	if err != nil {
+		t.Fatalf("the newcomer: %v", err)
+	}
+	resp.Body.Close()
+}

@@ -39,6 +39,12 @@ type page struct {
 	Sources  string
 	CWLast   int
 	EstLast  int
+	// HeldLast counts the held CLOSE sockets at the last sample (fds of
+	// TCP sockets in no kernel table: a CLOSE_WAIT one reset, still held).
+	// Held is true when any sample had one: the CLOSE_WAIT trend columns
+	// then count both (analyzer.Counts.Leaked), and say so.
+	HeldLast int
+	Held     bool
 	Counts   map[string]int
 	Rows     []row
 	Charts   []chart
@@ -52,8 +58,13 @@ func newPage(in Input) page {
 	p := page{Origin: in.Origin, A: a, Duration: human.Age(a.End.Sub(a.Start)), Sources: strings.Join(a.Sources, ", "),
 		Counts: map[string]int{}, Rows: rows(a), Unseen: UnseenLine(a)}
 	for _, ps := range a.Processes {
-		p.CWLast += ps.CloseWait.Last
+		// Not ps.CloseWait.Last: that trend counts the held CLOSE
+		// sockets too, so "CLOSE_WAIT at the last sample" said 6 for 3
+		// CLOSE_WAIT and 3 held CLOSE.
+		p.CWLast += ps.Last.Get(netstat.CloseWait)
+		p.HeldLast += ps.Last.Get(netstat.Close)
 		p.EstLast += ps.Established.Last
+		p.Held = p.Held || hadHeld(ps.Points)
 	}
 	for _, f := range a.Findings {
 		p.Counts[f.Severity.String()]++
@@ -102,7 +113,8 @@ type tick struct {
 type line struct {
 	Name, Class string
 	Points      string
-	LX          float64 // legend position
+	LX, LY      float64 // legend position: left, text baseline
+	RY          float64 // top of the legend's colour box
 	Last, Max   int
 }
 
@@ -111,7 +123,7 @@ func newChart(id, title string, start, end time.Time, pts []analyzer.Point) char
 		XLabel: "time (UTC)", YLabel: "sockets", TickY: 245, YMid: 135}
 	peak := 0
 	for _, p := range pts {
-		peak = max(peak, p.Counts.Get(netstat.CloseWait), p.Counts.Get(netstat.Established))
+		peak = max(peak, p.Counts.Get(netstat.CloseWait), p.Counts.Get(netstat.Established), p.Counts.Get(netstat.Close))
 	}
 	ymax, step := niceScale(peak)
 	span := end.Sub(start)
@@ -136,12 +148,23 @@ func newChart(id, title string, start, end time.Time, pts []analyzer.Point) char
 			break
 		}
 	}
-	for _, s := range []struct {
+	series := []struct {
 		st          netstat.State
 		name, class string
-	}{{netstat.CloseWait, "CLOSE_WAIT", "cw"}, {netstat.Established, "ESTABLISHED", "est"}} {
+	}{{netstat.CloseWait, "CLOSE_WAIT", "cw"}, {netstat.Established, "ESTABLISHED", "est"}}
+	if hadHeld(pts) {
+		series = append(series, struct {
+			st          netstat.State
+			name, class string
+		}{netstat.Close, "held CLOSE", "held"})
+	}
+	for _, s := range series {
 		var b strings.Builder
-		l := line{Name: s.name, Class: s.class, LX: 330 + float64(len(c.Lines))*200}
+		// Two legends side by side above the plot; a third (held CLOSE)
+		// under the first, which the chart's width leaves no room beside.
+		i := len(c.Lines)
+		l := line{Name: s.name, Class: s.class, LX: 330 + float64(i%2)*200, LY: 14 + float64(i/2)*13}
+		l.RY = l.LY - 9
 		for i, p := range pts {
 			if i > 0 {
 				b.WriteByte(' ')
@@ -175,4 +198,14 @@ func niceScale(peak int) (ymax, step int) {
 	step = max(step, 1)
 	ymax = (peak + step - 1) / step * step
 	return ymax, step
+}
+
+// hadHeld reports whether any point counts a held CLOSE socket.
+func hadHeld(pts []analyzer.Point) bool {
+	for _, p := range pts {
+		if p.Counts.Get(netstat.Close) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"github.com/kdiag/kdiag/internal/human"
 	"io"
 	"strings"
@@ -22,8 +23,11 @@ func Markdown(w io.Writer, in Input) error {
 	}
 	ew.printf(".\n\n")
 	ew.printf("| | |\n|---|---:|\n")
-	ew.printf("| Processes | %d |\n| CLOSE_WAIT at the last sample | %d |\n| ESTABLISHED at the last sample | %d |\n",
-		len(a.Processes), p.CWLast, p.EstLast)
+	ew.printf("| Processes | %d |\n| CLOSE_WAIT at the last sample | %d |\n", len(a.Processes), p.CWLast)
+	if p.Held {
+		ew.printf("| held CLOSE at the last sample | %d |\n", p.HeldLast)
+	}
+	ew.printf("| ESTABLISHED at the last sample | %d |\n", p.EstLast)
 	ew.printf("| Findings | %d critical, %d warning, %d info |\n\n", p.Counts["critical"], p.Counts["warning"], p.Counts["info"])
 
 	if u := UnseenLine(a); u != "" {
@@ -48,11 +52,22 @@ func Markdown(w io.Writer, in Input) error {
 	}
 
 	ew.printf("### Processes\n\n")
-	ew.printf("| pid | process | CLOSE_WAIT first → last (max) | verdict | now | rate /min | oldest CLOSE_WAIT | ESTABLISHED | top remote | CLOSE_WAIT over time |\n")
-	ew.printf("|---:|---|---:|---|---|---:|---:|---:|---|---|\n")
+	if p.Held {
+		// The trend counts the held CLOSE sockets too; their own column
+		// says how many.
+		ew.printf("| pid | process | CLOSE_WAIT + held CLOSE first → last (max) | held CLOSE | verdict | now | rate /min | oldest CLOSE_WAIT | ESTABLISHED | top remote | CLOSE_WAIT over time |\n")
+		ew.printf("|---:|---|---:|---:|---|---|---:|---:|---:|---|---|\n")
+	} else {
+		ew.printf("| pid | process | CLOSE_WAIT first → last (max) | verdict | now | rate /min | oldest CLOSE_WAIT | ESTABLISHED | top remote | CLOSE_WAIT over time |\n")
+		ew.printf("|---:|---|---:|---|---|---:|---:|---:|---|---|\n")
+	}
 	for _, r := range p.Rows {
-		ew.printf("| %s | %s | %d → %d (%d) | %s | %s | %s | %s | %d | %s | `%s` |\n",
-			r.PID, mdCell(r.Name), r.CWFirst, r.CWLast, r.CWMax, r.Verdict, r.Recent, r.Rate, r.Oldest, r.Est, mdCell(r.TopRemote), r.Spark)
+		held := ""
+		if p.Held {
+			held = fmt.Sprintf(" %d |", r.Held)
+		}
+		ew.printf("| %s | %s | %d → %d (%d) |%s %s | %s | %s | %s | %d | %s | `%s` |\n",
+			r.PID, mdCell(r.Name), r.CWFirst, r.CWLast, r.CWMax, held, r.Verdict, r.Recent, r.Rate, r.Oldest, r.Est, mdCell(r.TopRemote), r.Spark)
 	}
 	if len(p.Notes) > 0 {
 		ew.printf("\n### Notes\n\n")

@@ -92,11 +92,12 @@ func UnseenLine(a *analyzer.Analysis) string {
 }
 
 func noFindingLine(a *analyzer.Analysis) string {
-	cw := 0
+	cw, held := 0, 0
 	for _, p := range a.Processes {
-		cw += p.CloseWait.Last
+		cw += p.Last.Get(netstat.CloseWait)
+		held += p.Last.Get(netstat.Close)
 	}
-	if cw == 0 {
+	if cw+held == 0 {
 		return "no CLOSE_WAIT socket at the last sample."
 	}
 	for _, p := range a.Processes {
@@ -104,10 +105,20 @@ func noFindingLine(a *analyzer.Analysis) string {
 			// Not "none growing": too few samples to say, which a user
 			// watching a pile grow for 20 s must not read as all clear.
 			return fmt.Sprintf("%s at the last sample, but the window is too short to tell a leak from a burst: a trend needs %s and %d samples (watch longer, e.g. --duration 2m).",
-				human.Plural(cw, "CLOSE_WAIT socket"), human.Age(analyzer.DefaultMinDuration), analyzer.DefaultMinSamples)
+				leakedText(cw, held), human.Age(analyzer.DefaultMinDuration), analyzer.DefaultMinSamples)
 		}
 	}
-	return fmt.Sprintf("%s at the last sample, none growing or older than the stuck threshold.", human.Plural(cw, "CLOSE_WAIT socket"))
+	return fmt.Sprintf("%s at the last sample, none growing or older than the stuck threshold.", leakedText(cw, held))
+}
+
+// leakedText counts CLOSE_WAIT and held CLOSE sockets apart: "3 CLOSE_WAIT
+// sockets", "3 CLOSE_WAIT + 3 held CLOSE sockets" (the trends and verdicts
+// count both as one leak, analyzer.Counts.Leaked; a count says which).
+func leakedText(cw, held int) string {
+	if held == 0 {
+		return human.Plural(cw, "CLOSE_WAIT socket")
+	}
+	return fmt.Sprintf("%d CLOSE_WAIT + %s", cw, human.Plural(held, "held CLOSE socket"))
 }
 
 func rulesSuffix(r []string) string {
@@ -139,6 +150,9 @@ type row struct {
 	Spark                  string
 	Charted                bool
 	ChartID                string
+	// Held counts the held CLOSE sockets at the last sample; the CW
+	// figures count them too (the trend of analyzer.Counts.Leaked).
+	Held int
 }
 
 func rows(a *analyzer.Analysis) []row {
@@ -149,7 +163,7 @@ func rows(a *analyzer.Analysis) []row {
 			CWFirst: p.CloseWait.First, CWLast: p.CloseWait.Last, CWMax: p.CloseWait.Max,
 			Verdict: p.CloseWait.Verdict.String(), Recent: p.CloseWaitRecent.Verdict.String(),
 			Rate: fmt.Sprintf("%+.1f", p.CloseWait.PerMinute), Oldest: "-",
-			Est: p.Established.Last, Spark: sparkline(p.Points, netstat.CloseWait, 40),
+			Est: p.Established.Last, Held: p.Last.Get(netstat.Close), Spark: sparkline(p.Points, netstat.CloseWait, 40),
 			ChartID: fmt.Sprintf("chart-%d", i),
 		}
 		if _, age, ok := p.Oldest(a); ok {

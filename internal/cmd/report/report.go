@@ -43,7 +43,9 @@ time per process) or Markdown to paste into a ticket.
 
 The format is -o, or else --out's extension (.md: Markdown, else HTML); with
 neither, Markdown goes to standard output. A last line cut short (watch was
-killed mid-write) or a corrupt line is skipped with a note.`,
+killed mid-write), a corrupt line or one longer than 256 MiB (at most 416
+bytes a socket: more than watch writes) is skipped with a note; a file whose
+first line does not begin as a recording's is refused from its first bytes.`,
 		Example: `  # an HTML report to open in a browser
   kdiag report watch.jsonl --out watch.html
 

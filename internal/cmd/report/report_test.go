@@ -107,11 +107,11 @@ func TestOutOfOrderRecording(t *testing.T) {
 	}
 }
 
-// TestNoSnapshotSaysWhy: a file with no snapshot says why, from its first
-// lines, not only that it has none.
+// TestNoSnapshotSaysWhy: a file that begins as a recording but holds no
+// snapshot says why, from its first lines, not only that it has none.
 func TestNoSnapshotSaysWhy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "notes.txt")
-	if err := os.WriteFile(path, []byte("hello\n{\"source\":\"netlink\"}\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("{\"time\":\"2026-12-02T10:00:00Z\",\n{\"source\":\"netlink\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ios, _, _, _ := cmdutil.Test()
@@ -122,6 +122,29 @@ func TestNoSnapshotSaysWhy(t *testing.T) {
 	for _, want := range []string{"no snapshot in the recording", "line 1: not a snapshot", "line 2: snapshot without a time"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+// TestNotARecording: a directory, a text file and /dev/zero are said to be
+// what they are, at once: not "line 1: read ...: is a directory", not a
+// text without a newline "cut short", and /dev/zero not read until the
+// memory runs out.
+func TestNotARecording(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte("hello, this is not a recording"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{dir, "report: record: " + dir + " is a directory, not a recording: give the file kdiag watch --record wrote"},
+		{text, "report: record: " + text + `: not a recording: line 1 begins "hello, this is n", where a kdiag watch --record file is JSON lines that begin {"time":`},
+		{"/dev/zero", `report: record: /dev/zero: not a recording: line 1 begins "\x00\x00`},
+	} {
+		ios, _, _, _ := cmdutil.Test()
+		err := runReport(&ReportOptions{IO: ios, File: tc.file, Output: "markdown"})
+		if cmdutil.ExitCode(err) != cmdutil.ExitUsage || err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v (exit %d), want a usage error %q", tc.file, err, cmdutil.ExitCode(err), tc.want)
 		}
 	}
 }

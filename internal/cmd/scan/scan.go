@@ -150,11 +150,8 @@ func (o *ScanOptions) complete() error {
 	if err != nil {
 		return err
 	}
-	if o.Warn < -1 || o.Crit < -1 {
-		return cmdutil.UsageErrorf("--warn and --crit take a count of sockets (0 or more)")
-	}
-	if o.Warn >= 0 && o.Crit >= 0 && o.Warn > o.Crit {
-		return cmdutil.UsageErrorf("--warn %d is above --crit %d: WARNING must come first", o.Warn, o.Crit)
+	if err := CheckThresholds(o.Warn, o.Crit); err != nil {
+		return err
 	}
 	o.Query = q
 	return nil
@@ -401,4 +398,25 @@ func oldestCloseWait(socks []netstat.Socket, pid int) (lo, hi time.Duration, ok 
 		}
 	}
 	return lo, hi, ok
+}
+
+// CheckThresholds checks --warn and --crit (-1: not given), as scan and
+// watch take them: a usage error for a negative count, or a WARNING
+// threshold above the CRITICAL one.
+func CheckThresholds(warn, crit int) error {
+	if warn < -1 || crit < -1 {
+		return cmdutil.UsageErrorf("--warn and --crit take a count of sockets (0 or more)")
+	}
+	if warn >= 0 && crit >= 0 && warn > crit {
+		return cmdutil.UsageErrorf("--warn %d is above --crit %d: WARNING must come first", warn, crit)
+	}
+	return nil
+}
+
+// Check is the monitoring check of --warn and --crit (-1: off) on snap:
+// the exit code (cmdutil.ExitOK, ExitWarning, ExitCritical or ExitUnknown,
+// the Nagios convention) and the one-line summary, perfdata after the "|".
+// kdiag watch --warn/--crit give it for their last scan.
+func Check(snap *netstat.Snapshot, warn, crit int) (int, string) {
+	return checkLine(snap, warn, crit, snap.Time)
 }

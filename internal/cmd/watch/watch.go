@@ -25,7 +25,9 @@ import (
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/internal/atomicfile"
+	"github.com/kdiag/kdiag/internal/cmd/scan"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	"github.com/kdiag/kdiag/internal/human"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/netstat/events"
@@ -69,6 +71,9 @@ type WatchOptions struct {
 	// sockets closed and processes exited while it ran) as they come,
 	// each once per run.
 	Verbose bool
+	// Check, when set (--warn or --crit), makes the watch a monitoring
+	// check of its last scan: scan's check line first and its exit code.
+	Check *Thresholds
 	// Events is --events: auto, on or off (see openEvents).
 	Events string
 	// Refresh is --refresh: with events, the longest time between dumps.
@@ -94,6 +99,7 @@ type WatchOptions struct {
 // NewCmdWatch returns `kdiag watch`. runF, when non-nil, replaces runWatch.
 func NewCmdWatch(f *cmdutil.Factory, runF func(*WatchOptions) error) *cobra.Command {
 	opts := &WatchOptions{IO: f.IO}
+	warn, crit := -1, -1
 	cmd := &cobra.Command{
 		Use:   "watch [flags]",
 		Short: "Scan sockets at an interval: live counts, CLOSE_WAIT growth verdicts, metrics, recordings",
@@ -124,9 +130,18 @@ report TIME_WAIT, which the default --state all includes: watch named states,
 e.g. --state close-wait,established, to use them.
 
   --record FILE    appends every snapshot as one JSON line (replay with kdiag report)
-  --listen ADDR    serves Prometheus metrics on http://ADDR/metrics
+  --listen ADDR    serves Prometheus metrics on http://ADDR/metrics, to at
+                   most 64 connections at once (a quarter of the open-file
+                   limit when that is fewer, the rest kept for the scans)
   --textfile DIR   writes DIR/kdiag.prom for node_exporter's textfile collector
-  --report PATH    writes a report at exit (.md: Markdown, else HTML)`,
+  --report PATH    writes a report at exit (.md: Markdown, else HTML)
+
+With --warn or --crit the watch ends as a monitoring check of its last scan,
+as kdiag scan's (the Nagios plugin convention): the one-line summary before
+the findings (the first line with --quiet), exit 0 OK, 1 WARNING, 2 CRITICAL,
+3 UNKNOWN (the last scan failed, or sockets kdiag could not attribute could
+change the status), on the largest count of CLOSE_WAIT plus held CLOSE
+sockets of one process ("more than N").`,
 		Example: `  # CLOSE_WAIT toward a Kafka cluster, for 10 minutes, then the findings
   kdiag watch --state close-wait,established --brokers kafka-1:9092 --duration 10m
 
@@ -134,9 +149,15 @@ e.g. --state close-wait,established, to use them.
   kdiag watch --process java --record watch.jsonl --report watch.html
 
   # as a node agent: metrics only, every 15 s
-  kdiag watch --state close-wait,established --interval 15s --listen 127.0.0.1:9813 --quiet`,
+  kdiag watch --state close-wait,established --interval 15s --listen 127.0.0.1:9813 --quiet
+
+  # a Nagios check over a minute: WARNING above 100 CLOSE_WAIT in one process at the end, CRITICAL above 1000
+  kdiag watch --state close-wait --duration 1m --quiet --warn 100 --crit 1000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("warn") || cmd.Flags().Changed("crit") {
+				opts.Check = &Thresholds{Warn: warn, Crit: crit}
+			}
 			if err := opts.complete(); err != nil {
 				return err
 			}
@@ -170,11 +191,13 @@ e.g. --state close-wait,established, to use them.
 	fl.DurationVar(&opts.Window, "window", time.Hour, "history the analyzer keeps for verdicts and the report (0: all)")
 	fl.DurationVar(&opts.StuckAge, "stuck-age", time.Minute, "CLOSE_WAIT older than this is a finding even when not growing")
 	fl.StringVar(&opts.Record, "record", "", "append each snapshot to `FILE` as a JSON line")
-	fl.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics on `ADDR` (e.g. 127.0.0.1:9813) at /metrics")
+	fl.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics on `ADDR` (e.g. 127.0.0.1:9813) at /metrics; at most 64 connections at once, or a quarter of the open-file limit if fewer")
 	fl.StringVar(&opts.Textfile, "textfile", "", "write metrics to `DIR`/kdiag.prom for node_exporter's textfile collector")
 	fl.StringVar(&opts.Report, "report", "", "write a report to `PATH` at exit (.md: Markdown, else HTML)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "no live output (metrics, recording and findings only)")
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also note, once each, what a busy host makes of every scan: sockets closed and processes exited while it ran")
+	fl.IntVar(&warn, "warn", -1, "monitoring: end WARNING (exit 1) when a process has more than N CLOSE_WAIT (plus held CLOSE) sockets at the last scan")
+	fl.IntVar(&crit, "crit", -1, "monitoring: end CRITICAL (exit 2) when a process has more than N CLOSE_WAIT (plus held CLOSE) sockets at the last scan")
 	fl.StringVar(&opts.Events, "events", "auto", "dump only when the kernel reports a TCP state change (auto: when it can attach, as root; on: required; off: dump every interval)")
 	fl.DurationVar(&opts.Refresh, "refresh", netstat.DefaultRefreshEvery, "with events, dump at least this often all the same (holders, Recv-Q and Send-Q change without a state change)")
 	fl.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
@@ -216,6 +239,15 @@ func (o *WatchOptions) complete() error {
 		if st, err := os.Stat(o.Textfile); err != nil || !st.IsDir() {
 			return cmdutil.UsageErrorf("--textfile %q: not a directory (node_exporter's --collector.textfile.directory)", o.Textfile)
 		}
+	}
+	if o.Report != "" {
+		// Now, not when the watch ends: hours later, naming a temporary file.
+		if err := checkReportPath(o.Report); err != nil {
+			return cmdutil.UsageErrorf("--report %s: %v", o.Report, err)
+		}
+	}
+	if o.Check != nil {
+		return scan.CheckThresholds(o.Check.Warn, o.Check.Crit)
 	}
 	return nil
 }
@@ -392,19 +424,25 @@ func runWatch(o *WatchOptions) error {
 		mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(w, "kdiag watch: metrics at /metrics")
 		})
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go srv.Serve(ln)
+		// Bounded: timeouts, and a cap on connections within a share of
+		// the open-file limit, so that scrapers can never starve the
+		// scans of fds or the pod of memory (metrics.Server).
+		srv := metrics.NewServer(ln, mux, metrics.ServerOptions{})
+		go srv.Serve()
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			srv.Shutdown(sctx)
 		}()
+		fmt.Fprintf(o.IO.ErrOut, "kdiag watch: metrics at http://%s/metrics, at most %d connections at once (the longest idle is closed to make room; idle ones after %s)\n",
+			ln.Addr(), srv.Cap, human.Age(metrics.IdleTimeout))
 		if o.Listening != nil {
 			o.Listening(ln.Addr().String())
 		}
 	}
 
 	live := &liveView{io: o.IO, interval: o.Interval}
+	chk := newChecker(o.Check)
 	ticker := time.NewTicker(o.Interval)
 	defer ticker.Stop()
 	scans, failures := 0, 0
@@ -423,6 +461,7 @@ loop:
 			failures++
 			lastErr = err
 			col.ScanFailed(dur)
+			chk.failed(err)
 			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: scan failed: %v\n", err)
 		default:
 			if err := snap.MissingError(); err != nil {
@@ -461,6 +500,7 @@ loop:
 			if o.Scanned != nil {
 				o.Scanned(scans, snap)
 			}
+			chk.scanned(snap)
 			if o.Recycle != nil {
 				// Nothing holds snap now (the tracker and the recording
 				// copy what they keep, and the collector aggregates it
@@ -496,6 +536,9 @@ loop:
 		runtime.KeepAlive(col)
 	}
 	if scans == 0 {
+		if chk != nil {
+			return chk.result(o.IO.Out)
+		}
 		if lastErr != nil {
 			return &cmdutil.ExitError{Code: cmdutil.ExitUnknown, Err: fmt.Errorf("watch: no scan succeeded: %w", lastErr)}
 		}
@@ -504,6 +547,11 @@ loop:
 	a := tracker.Analysis()
 	if !o.Quiet {
 		fmt.Fprintln(o.IO.Out)
+	}
+	var checked error
+	if chk != nil {
+		// First: what a monitoring system reads.
+		checked = chk.result(o.IO.Out)
 	}
 	if err := report.Text(o.IO.Out, a); err != nil {
 		return err
@@ -516,6 +564,11 @@ loop:
 			return err
 		}
 		fmt.Fprintf(o.IO.ErrOut, "kdiag watch: report written to %s\n", o.Report)
+	}
+	if chk != nil {
+		// The check says UNKNOWN itself when what kdiag could not see
+		// could change its status, as scan's does.
+		return checked
 	}
 	if a.Unseen.Blind() {
 		// What the last scan could not see could hide a leak: the
@@ -614,13 +667,13 @@ func (v *liveView) draw(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Dura
 	fmt.Fprintf(&tb, "kdiag watch  %s  every %s  scan %s  sample %d  (Ctrl-C: stop and diagnose)\n",
 		s.Time.Format("15:04:05"), v.interval, scanLabel(s, dur), v.n)
 	tw := tabwriter.NewWriter(&tb, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tPROCESS\tCLOSE_WAIT\tESTABLISHED\tOTHER\tRATE/MIN\tVERDICT\tOLDEST\tTOP REMOTE")
+	fmt.Fprintln(tw, "PID\tPROCESS\tCLOSE_WAIT\tHELD-CLOSE\tESTABLISHED\tOTHER\tRATE/MIN\tVERDICT\tOLDEST\tTOP REMOTE")
 	for i, p := range a.Processes {
 		if i == maxRows {
-			fmt.Fprintf(tw, "…\t%d more\t\t\t\t\t\t\t\n", len(a.Processes)-maxRows)
+			fmt.Fprintf(tw, "…\t%d more\t\t\t\t\t\t\t\t\n", len(a.Processes)-maxRows)
 			break
 		}
-		cw, es, other := lastCounts(p)
+		cw, held, es, other := lastCounts(p)
 		oldest := "-"
 		if _, age, ok := p.Oldest(a); ok {
 			oldest = age.String()
@@ -629,7 +682,7 @@ func (v *liveView) draw(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Dura
 		if len(p.Remotes) > 0 {
 			top = p.Remotes[0].Name()
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%+.1f\t%s\t%s\t%s\n", p.Key.PID, p.Name(), cw, es, other,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%+.1f\t%s\t%s\t%s\n", p.Key.PID, p.Name(), cw, held, es, other,
 			p.CloseWaitRecent.PerMinute, p.CloseWait.Verdict, oldest, top)
 	}
 	tw.Flush()
@@ -638,9 +691,12 @@ func (v *liveView) draw(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Dura
 	v.io.Out.Write(buf.Bytes())
 }
 
-func lastCounts(p analyzer.ProcessSeries) (cw, es, other int) {
-	cw, es = p.Last.Get(netstat.CloseWait), p.Last.Get(netstat.Established)
-	return cw, es, p.Last.Total() - cw - es
+// lastCounts are p's sockets at the last sample: CLOSE_WAIT, held CLOSE
+// (the HELD-CLOSE column, as scan's table names it: fds of sockets in no
+// kernel table, not an "other" state), ESTABLISHED, and the rest.
+func lastCounts(p analyzer.ProcessSeries) (cw, held, es, other int) {
+	cw, held, es = p.Last.Get(netstat.CloseWait), p.Last.Get(netstat.Close), p.Last.Get(netstat.Established)
+	return cw, held, es, p.Last.Total() - cw - held - es
 }
 
 // scanLabel is how long the scan took, or "served" for one that served
@@ -656,33 +712,44 @@ func scanLabel(s *netstat.Snapshot, dur time.Duration) string {
 // plainLine is one scan as one line of key=value fields, for logs and pipes:
 // the totals, then the three processes with the most CLOSE_WAIT.
 func plainLine(s *netstat.Snapshot, a *analyzer.Analysis, dur time.Duration) string {
-	var cw, es int
+	var cw, held, es int
 	for i := range s.Sockets {
 		switch s.Sockets[i].State {
 		case netstat.CloseWait:
 			cw++
+		case netstat.Close:
+			held++
 		case netstat.Established:
 			es++
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s sockets=%d close_wait=%d established=%d processes=%d scan=%s",
-		s.Time.UTC().Format(time.RFC3339), len(s.Sockets), cw, es, len(s.Processes), scanLabel(s, dur))
+	fmt.Fprintf(&b, "%s sockets=%d close_wait=%d%s established=%d processes=%d scan=%s",
+		s.Time.UTC().Format(time.RFC3339), len(s.Sockets), cw, heldField(held), es, len(s.Processes), scanLabel(s, dur))
 	shown := 0
 	for _, p := range a.Processes {
 		if shown == 3 {
 			break
 		}
-		pcw, pes, _ := lastCounts(p)
-		if pcw == 0 && pes == 0 {
+		pcw, pheld, pes, _ := lastCounts(p)
+		if pcw == 0 && pheld == 0 && pes == 0 {
 			continue
 		}
 		shown++
-		fmt.Fprintf(&b, " | %s[%d] close_wait=%d established=%d rate=%+.1f/min verdict=%s", p.Name(), p.Key.PID, pcw, pes,
+		fmt.Fprintf(&b, " | %s[%d] close_wait=%d%s established=%d rate=%+.1f/min verdict=%s", p.Name(), p.Key.PID, pcw, heldField(pheld), pes,
 			p.CloseWaitRecent.PerMinute, p.CloseWait.Verdict)
 		if _, age, ok := p.Oldest(a); ok {
 			fmt.Fprintf(&b, " oldest=%s", age.String())
 		}
 	}
 	return b.String()
+}
+
+// heldField is a plain line's held CLOSE count, " held_close=N", or
+// nothing when there is none (the queries without CLOSE never have one).
+func heldField(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " held_close=" + strconv.Itoa(n)
 }

@@ -10,6 +10,8 @@
 //	kdiag_close_wait_oldest_age_max_seconds{pid,process}  the most that age can be (absent when nothing bounds it)
 //	kdiag_close_wait_growth_per_minute{pid,process}       CLOSE_WAIT growth rate, least-squares over the analyzer's recent window
 //	kdiag_close_wait_growing{pid,process}                 1 when the analyzer's verdict is growing (a leak)
+//	kdiag_finding{kind,severity,library,version}         client processes with a finding of the diagnosis, by kind and client version
+//	kdiag_client_info{library,version,known_bugs}         client processes by library and version, with the known bugs of that version
 //	kdiag_unseen_sockets{state}                           sockets kdiag could not attribute because it could not read their possible holders
 //	kdiag_scan_duration_seconds                           how long the last scan took
 //	kdiag_scans_total, kdiag_scan_errors_total            scans done and scans that failed
@@ -85,7 +87,7 @@ var (
 // Families returns every family a Collector writes, in the order it writes
 // them.
 func Families() []Family {
-	return []Family{famSockets, famOldest, famGrowth, famGrowing, famUnseen, famScanDur, famScans, famErrors, famServed, famLast}
+	return []Family{famSockets, famOldest, famOldestMax, famGrowth, famGrowing, famFinding, famClientInfo, famUnseen, famScanDur, famScans, famErrors, famServed, famLast}
 }
 
 // Collector holds the metrics of the last scan and analysis. Update and
@@ -95,6 +97,9 @@ type Collector struct {
 	// MaxRemotes bounds remote label values per (pid, state); 0 means
 	// DefaultMaxRemotes.
 	MaxRemotes int
+	// Analyzer are the thresholds of the diagnosis behind kdiag_finding
+	// (watch's --stuck-age, its brokers).
+	Analyzer analyzer.Options
 
 	mu      sync.Mutex
 	sockets []socketSeries
@@ -109,6 +114,11 @@ type Collector struct {
 	// the same sockets, and is not aggregated again.
 	dump  uint64
 	procs []procSeries
+	// analysis is the last scan's analysis, not yet diagnosed into
+	// findings and clients: as the sockets, at the next scrape (settle).
+	analysis *analyzer.Analysis
+	findings []findingSeries
+	clients  []clientSeries
 	// unseen is the last scan's netstat.Snapshot.Unseen sockets by state.
 	unseen  map[string]int
 	scanDur float64
@@ -160,7 +170,7 @@ func (c *Collector) Update(s *netstat.Snapshot, a *analyzer.Analysis, scanDur ti
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pending, c.procs = s, procs
+	c.pending, c.procs, c.analysis = s, procs, a
 	c.unseen = nil
 	if s.Unseen != nil {
 		c.unseen = s.Unseen.Sockets
@@ -195,6 +205,10 @@ func (c *Collector) settle() {
 			c.sockets = aggregate(p, cmp.Or(c.MaxRemotes, DefaultMaxRemotes))
 		}
 		c.dump, c.pending = p.Dump, nil
+	}
+	if a := c.analysis; a != nil {
+		c.findings, c.clients = diagnose(a, c.Analyzer)
+		c.analysis = nil
 	}
 }
 
@@ -327,6 +341,7 @@ func (c *Collector) WritePrometheus(w io.Writer) {
 		}
 		e.sample(famGrowing, g, "pid", p.pid, "process", p.process)
 	}
+	e.writeFleet(c.findings, c.clients)
 	states := make([]string, 0, len(c.unseen))
 	for st := range c.unseen {
 		states = append(states, st)

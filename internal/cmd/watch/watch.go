@@ -402,6 +402,7 @@ func runWatch(o *WatchOptions) error {
 	aopts.Identify = o.Identify
 	tracker := analyzer.NewTracker(aopts)
 	col := metrics.New()
+	col.Analyzer = aopts
 	var rec *record.Writer
 	if o.Record != "" {
 		w, err := record.Open(o.Record)

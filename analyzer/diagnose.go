@@ -753,10 +753,34 @@ func closeWaitCauses(a *Analysis, p *ProcessSeries, ev Evidence, opts Options) [
 	}
 	// A cause the configuration confirms goes first.
 	slices.SortStableFunc(out, func(x, y Cause) int { return boolCmp(!confirmed(x), !confirmed(y)) })
-	if p.Established.Verdict == Growing || (p.LocalPorts > 2*(p.CloseWait.Max+p.Established.Max) && p.CloseWait.Verdict == Growing) {
+	switch perBroker := connectionsPerBroker(p); {
+	case p.CloseWait.Verdict == Growing && perBroker > maxPerBroker:
+		// One client holds a few connections to a broker; CLOSE_WAIT that
+		// grows past that toward one broker is many clients, each left
+		// behind once the broker closed its idle connection.
+		out = append([]Cause{notClosedCause(p, ev, fmt.Sprintf("%d connections to one broker (CLOSE_WAIT and ESTABLISHED), where one client holds at most a few, and growing", perBroker))}, out...)
+	case p.Established.Verdict == Growing || (p.LocalPorts > 2*(p.CloseWait.Max+p.Established.Max) && p.CloseWait.Verdict == Growing):
 		out = append(out, notClosedCause(p, ev, fmt.Sprintf("ESTABLISHED %s and the process used %d distinct local ports", verdictWord(p.Established.Verdict), p.LocalPorts)))
 	}
 	return out
+}
+
+// maxPerBroker is the most connections one client instance holds to one
+// broker: franz-go keeps up to three (produce, fetch, and a third for
+// metadata and admin requests), Sarama and the Java producer one, kafka-go
+// a small pool; with the bootstrap connection to the same address, four.
+const maxPerBroker = 4
+
+// connectionsPerBroker is the most connections (CLOSE_WAIT, held CLOSE
+// and ESTABLISHED) the process holds to any one remote at the last sample.
+func connectionsPerBroker(p *ProcessSeries) int {
+	n := 0
+	for _, r := range p.Remotes {
+		if !r.Other {
+			n = max(n, r.Last.Leaked()+r.Last.Get(netstat.Established))
+		}
+	}
+	return n
 }
 
 // confirmed reports whether what doctor read backs a cause: a lint

@@ -64,11 +64,20 @@ func firstLook(t *testing.T, args ...string) (*doctor.Report, int) {
 	} else if err != nil {
 		t.Fatalf("kdiag doctor %v: %v", args, err)
 	}
-	var r doctor.Report
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("kdiag doctor %v (exit %d): %v\nstdout:\n%s\nstderr:\n%s", args, code, err, out, stderr.String())
+	if len(out) == 0 {
+		t.Fatalf("kdiag doctor %v (exit %d) wrote nothing; stderr:\n%s", args, code, stderr.String())
 	}
-	return &r, code
+	return decodeReport(t, string(out), code), code
+}
+
+// decodeReport reads doctor's JSON report.
+func decodeReport(t *testing.T, out string, code int) *doctor.Report {
+	t.Helper()
+	var r doctor.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("kdiag doctor's report (exit %d): %v\n%s", code, err, out)
+	}
+	return &r
 }
 
 func reportOf(r *doctor.Report, pid int) *doctor.Process {

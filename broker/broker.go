@@ -75,7 +75,7 @@ type Config struct {
 	// done with it; a reader that finds no room waits, and a frame larger
 	// than the bound is refused and its connection closed. Unlike Kafka,
 	// a bound below MaxRequestBytes is taken (and refuses the frames
-	// between). 0 means DefaultMaxQueuedRequestBytes.
+	// between). 0 means DefaultMaxQueuedRequestBytes (32 MiB).
 	MaxQueuedRequestBytes int64
 	// RetentionBytes bounds each partition's log, as a broker's
 	// log.retention.bytes: once a partition holds more, its oldest batches

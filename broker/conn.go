@@ -77,7 +77,7 @@ func (l *listener) Accept() (net.Conn, error) {
 	}
 	now := time.Now()
 	tc := &trackedConn{Conn: conn, l: l, accepted: now, done: make(chan struct{})}
-	tc.frames = &frameReader{r: socketReader{tc}, max: l.maxRequest, versions: l.versions}
+	tc.frames = &frameReader{r: socketReader{tc}, max: l.maxRequest, versions: l.versions, room: tc}
 	tc.last.Store(now.UnixNano())
 	l.mu.Lock()
 	l.conns[tc] = struct{}{}
@@ -242,7 +242,9 @@ func (c *trackedConn) admit(size int) error {
 }
 
 // grow waits for room for n bytes of the frame being read (frameRoom); the
-// connection's close ends the wait.
+// connection's close ends the wait. The frame's share is counted as Kafka
+// counts a request, without its 4-byte size prefix, so that a frame of
+// exactly the bound fits.
 func (c *trackedConn) grow(n int) error {
 	c.roomMu.Lock()
 	f := c.filling
@@ -250,7 +252,7 @@ func (c *trackedConn) grow(n int) error {
 	if f == nil {
 		return errBudgetClosed
 	}
-	return c.l.c.budget.reserve(f, int64(n), c.done)
+	return c.l.c.budget.reserve(f, min(int64(n), f.size), c.done)
 }
 
 // roomNextFrame is called as kfake asks for the connection's next frame:

@@ -171,10 +171,11 @@ type frameReader struct {
 // frameRoom is what frameReader asks for room before it buffers a frame's
 // bytes: the connection's share of the cluster's requestBudget.
 type frameRoom interface {
-	// admit is told a frame's whole size (size prefix included) once its
+	// admit is told a frame's size (its size prefix's value) once its
 	// size, API key and version are accepted; an error refuses the frame.
 	admit(size int) error
-	// grow waits until the frame being read may hold n bytes.
+	// grow waits until the frame being read may buffer n bytes, its
+	// size prefix included.
 	grow(n int) error
 }
 
@@ -222,7 +223,7 @@ func (f *frameReader) next() ([]byte, requestHeader, error) {
 	}
 
 	if f.room != nil {
-		if err := f.room.admit(total); err != nil {
+		if err := f.room.admit(int(size)); err != nil {
 			return nil, requestHeader{Key: key, Version: version}, err
 		}
 	}

@@ -4,7 +4,9 @@ package broker
 // in a child process under prlimit (child_test.go).
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kdiag/kdiag/netstat"
@@ -267,4 +270,156 @@ func TestQueuedRequestBytesAreBounded(t *testing.T) {
 	if rss, err := cb.peakRSS(); err == nil {
 		t.Logf("broker's peak RSS: %.1f MiB", float64(rss)/(1<<20))
 	}
+}
+
+// TestRetentionBoundsEachPartition: 256 MiB produced with franz-go to one
+// partition of a broker that keeps 1 MiB a partition, under a data limit
+// the whole log would not fit in. At c3c029d it kept every record (500 MB
+// produced left 975 MB resident) and here died. The partition keeps its
+// bound, its log start offset moves past what it dropped, a Fetch for a
+// dropped offset gets OFFSET_OUT_OF_RANGE, and a consumer from the start
+// reads what is kept.
+func TestRetentionBoundsEachPartition(t *testing.T) {
+	const (
+		retention = 1 << 20
+		value     = 16 << 10
+		records   = 256 << 20 / value
+		topic     = "retained"
+	)
+	cb := startChild(t, fmt.Sprintf("--data=%d", retentionTestDataLimit), Config{Brokers: 1, Partitions: 1, Topics: []string{topic}, RetentionBytes: retention})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// Uncompressed, so that the bytes produced are the bytes the broker
+	// stores; kgo compresses with snappy by default.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cb.addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordDeliveryTimeout(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	payload := make([]byte, value)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	produced := make(chan error, 1)
+	go func() {
+		for sent := 0; sent < records; sent += 1024 {
+			batch := make([]*kgo.Record, 1024)
+			for i := range batch {
+				batch[i] = &kgo.Record{Value: payload}
+			}
+			if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+				produced <- fmt.Errorf("produce after %d MiB: %w", sent*value>>20, err)
+				return
+			}
+		}
+		produced <- nil
+	}()
+	select {
+	case err := <-produced:
+		cb.alive(t, "after 256 MiB produced")
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-cb.exited:
+		cb.alive(t, "producing 256 MiB")
+	}
+	if rss, err := cb.peakRSS(); err == nil {
+		t.Logf("broker's peak RSS after 256 MiB produced: %.1f MiB", float64(rss)/(1<<20))
+	}
+
+	start, end := listOffset(ctx, t, cl, topic, -2), listOffset(ctx, t, cl, topic, -1)
+	if end != records {
+		t.Fatalf("log end offset %d, want %d", end, records)
+	}
+	// At most the bound, a segment (an eighth of it) and a produce
+	// request of up to 1 MB past it.
+	kept := (end - start) * value
+	if start == 0 || kept > retention+retention/8+1<<20 {
+		t.Fatalf("the partition keeps offsets %d-%d (%d bytes of values), want at most %d bytes and a log start past 0", start, end, kept, retention+retention/8+1<<20)
+	}
+
+	// A consumer at a dropped offset is told so, as by Kafka.
+	if code := fetchError(ctx, t, cl, topic, 0); code != kerr.OffsetOutOfRange.Code {
+		t.Errorf("fetch at offset 0 after retention: error code %d, want OFFSET_OUT_OF_RANGE (%d)", code, kerr.OffsetOutOfRange.Code)
+	}
+	// One from the start reads what is kept.
+	cons, err := kgo.NewClient(kgo.SeedBrokers(cb.addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var first, n int64 = -1, 0
+	for n < end-start && ctx.Err() == nil {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("consume: %v", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if first < 0 {
+				first = r.Offset
+			}
+			n++
+		})
+	}
+	if first != start || n != end-start {
+		t.Errorf("consumed %d records from offset %d, want the %d kept from %d", n, first, end-start, start)
+	}
+}
+
+// retentionTestDataLimit is the address space the retention test's broker
+// gets: what the bounded broker needs with room to spare, and far less than
+// 256 MiB of records kept in kfake's segment files (which grow by doubling).
+const retentionTestDataLimit = 256 << 20
+
+// listOffset asks the broker (ListOffsets, key 2) for the partition's log
+// start (-2) or end (-1) offset.
+func listOffset(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, which int64) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = which
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		t.Fatalf("ListOffsets %d: error code %d", which, p.ErrorCode)
+	}
+	return p.Offset
+}
+
+// fetchError fetches the partition at offset (Fetch, key 1, at the version
+// kgo and the broker agree on, which names the topic by ID from v13) and
+// returns the partition's error code.
+func fetchError(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, offset int64) int16 {
+	t.Helper()
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = append(meta.Topics, mt)
+	mresp, err := meta.RequestWith(ctx, cl)
+	if err != nil || len(mresp.Topics) != 1 {
+		t.Fatalf("metadata for %s: %v", topic, err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes = 1 << 20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, mresp.Topics[0].TopicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset = offset
+	rp.PartitionMaxBytes = 1 << 20
+	rp.CurrentLeaderEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
 }

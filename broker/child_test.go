@@ -68,7 +68,7 @@ type childBroker struct {
 }
 
 // requirePrlimit returns prlimit's path, or skips the test.
-func requirePrlimit(t *testing.T) string {
+func requirePrlimit(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("prlimit")
 	if err != nil {
@@ -80,7 +80,7 @@ func requirePrlimit(t *testing.T) string {
 // startChild starts a broker with cfg in a child process under prlimit's
 // limit (e.g. "--nofile=256"; "--data" in bytes: prlimit reads "512MiB" as
 // something else), and stops it at the test's end.
-func startChild(t *testing.T, limit string, cfg Config) *childBroker {
+func startChild(t testing.TB, limit string, cfg Config) *childBroker {
 	t.Helper()
 	prlimit := requirePrlimit(t)
 	js, err := json.Marshal(cfg)
@@ -133,7 +133,7 @@ func startChild(t *testing.T, limit string, cfg Config) *childBroker {
 }
 
 // alive fails the test if the child has exited, with what it said.
-func (cb *childBroker) alive(t *testing.T, when string) {
+func (cb *childBroker) alive(t testing.TB, when string) {
 	t.Helper()
 	select {
 	case <-cb.exited:

@@ -24,7 +24,7 @@ import (
 )
 
 // dialBroker connects to addr, closed at the test's end.
-func dialBroker(t *testing.T, addr string) *net.TCPConn {
+func dialBroker(t testing.TB, addr string) *net.TCPConn {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {

@@ -82,7 +82,7 @@ func TestAcceptSurvivesFileDescriptorExhaustion(t *testing.T) {
 // produceFrame returns a Produce v9 request (key 0) of size bytes, size
 // prefix excluded, to a topic the broker does not have: kfake reads it whole
 // and answers UNKNOWN_TOPIC_OR_PARTITION, keeping none of it.
-func produceFrame(t *testing.T, size int) []byte {
+func produceFrame(t testing.TB, size int) []byte {
 	t.Helper()
 	r := kmsg.NewPtrProduceRequest()
 	r.Version, r.Acks, r.TimeoutMillis = 9, 1, 30000
@@ -153,7 +153,7 @@ func writePieces(conn net.Conn, b []byte) error {
 // by it: no socket of port's connections holds unread bytes (Recv-Q of the
 // broker's side) or bytes on their way (Send-Q of the client's), as
 // /proc/net/tcp shows them.
-func allRead(t *testing.T, port uint16) bool {
+func allRead(t testing.TB, port uint16) bool {
 	t.Helper()
 	socks, err := netstat.ReadProcNetTCP("/proc", 0, netstat.States(netstat.Established))
 	if err != nil {
@@ -175,7 +175,7 @@ func allRead(t *testing.T, port uint16) bool {
 // bound so holds n frames at once; a bounded one holds what its bound
 // allows, which stops it reading, and reads the rest as it answers. It
 // returns the connections' errors.
-func sendTogether(t *testing.T, cb *childBroker, frame []byte, n int) []error {
+func sendTogether(t testing.TB, cb *childBroker, frame []byte, n int) []error {
 	t.Helper()
 	var (
 		wg      sync.WaitGroup

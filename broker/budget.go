@@ -11,14 +11,14 @@ import (
 // broker holds at once across all its connections: 32 MiB. A request costs
 // the broker two to three times its size while it holds it (the frame
 // buffered here as it arrives, then kfake's own copy), and large ones need
-// contiguous heap that the Go runtime maps afresh: measured in a child under
-// prlimit, two 100 MiB frames one after the other took 540 MB of address
-// space, two of 32 MiB 314 MB (BENCHMARKS.md). Kafka's queued.max.request.bytes
-// is unbounded by default and, when set, may not be below
-// socket.request.max.bytes (KafkaConfig.validateValues); a diagnostic broker
-// is better off refusing the rare frame over 32 MiB (producers send 1 MB
-// requests by default) than dying of it, and the refusal says which flag
-// to raise.
+// contiguous heap that the Go runtime maps afresh: measured in a child, two
+// 100 MiB frames one after the other took 553 MB of address space, over a
+// 512 MiB limit, and two of 32 MiB 322 MB (BENCHMARKS.md). Kafka's
+// queued.max.request.bytes is unbounded by default and, when set, may not be
+// below socket.request.max.bytes (KafkaConfig.validateValues); a diagnostic
+// broker is better off refusing the rare frame over 32 MiB (producers send
+// 1 MB requests by default) than dying of it, and the refusal says which
+// flag to raise.
 const DefaultMaxQueuedRequestBytes = 32 << 20
 
 // errBudgetClosed is what a reader waiting for room gets when its

@@ -60,32 +60,33 @@ func acceptAdvice(err error) string {
 // acceptBackoff accepts the next connection, waiting out the errors that
 // pass (acceptRetryable) as net/http does: kfake's own loop would stop for
 // good. The first failure of an episode is logged as a warning that says
-// what to do, and the first accept after it, with how long the broker could
-// not accept. It returns the listener's error when the error does not pass
-// or the cluster is closing.
+// what to do. The episode ends at the first accept that succeeds at once,
+// which is logged with how many accepts failed in it: under pressure that
+// lasts, an accept that succeeds only after waiting (a connection closed,
+// and the next client takes its file at once) does not end it, so the
+// warning is not repeated for each. It returns the listener's error when
+// the error does not pass or the cluster is closing. kfake calls Accept
+// from one goroutine per listener: the episode's fields need no lock.
 func (l *listener) acceptBackoff() (net.Conn, error) {
-	var (
-		delay  time.Duration
-		failed int
-		since  time.Time
-	)
+	var delay time.Duration
 	for {
 		conn, err := l.Listener.Accept()
 		if err == nil {
-			if failed > 0 {
+			if delay == 0 && l.acceptFailed > 0 {
 				l.c.log.Info("accepting connections again", "node", l.node, "bind", l.Listener.Addr().String(),
-					"failed_accepts", failed, "for", time.Since(since).Round(time.Millisecond).String())
+					"failed_accepts", l.acceptFailed, "for", time.Since(l.acceptFailingSince).Round(time.Millisecond).String())
+				l.acceptFailed = 0
 			}
 			return conn, nil
 		}
 		if !acceptRetryable(err) || l.c.closing.Load() {
 			return nil, err
 		}
-		if failed == 0 {
-			since = time.Now()
+		if l.acceptFailed == 0 {
+			l.acceptFailingSince = time.Now()
 			l.c.log.Warn(acceptAdvice(err), "node", l.node, "bind", l.Listener.Addr().String(), "error", err.Error())
 		}
-		failed++
+		l.acceptFailed++
 		delay = nextAcceptDelay(delay)
 		t := time.NewTimer(delay)
 		select {

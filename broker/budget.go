@@ -56,9 +56,12 @@ type requestBudget struct {
 	// then can a refused grant become possible (a grant or an admission
 	// never makes another frame's grant safer).
 	freed chan struct{}
-	// waiting counts the readers waiting for room; onWait is called
-	// when one begins to wait while none was: once per episode.
+	// waiting counts the readers waiting for room. onWait is called when
+	// one begins to wait and no episode is under way; the episode ends
+	// once no reader waits and half the bound or more is free, so that a
+	// load that keeps the broker near its bound is told of once.
 	waiting int
+	episode bool
 	onWait  func(used, max int64)
 }
 
@@ -112,7 +115,8 @@ func (b *requestBudget) reserve(f *heldFrame, n int64, cancel <-chan struct{}) e
 		if !counted {
 			counted = true
 			b.waiting++
-			first = b.waiting == 1
+			first = !b.episode
+			b.episode = true
 		}
 		freed, used := b.freed, b.used
 		b.mu.Unlock()
@@ -139,6 +143,9 @@ func (b *requestBudget) release(f *heldFrame) {
 	delete(b.frames, f)
 	b.used -= f.held
 	f.held = 0
+	if b.waiting == 0 && b.used <= b.max/2 {
+		b.episode = false
+	}
 	close(b.freed)
 	b.freed = make(chan struct{})
 }

@@ -210,3 +210,66 @@ func TestAcceptBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetWarnsOncePerEpisode: the warning comes when a reader first
+// waits, not again while the broker stays near its bound, and again once it
+// has drained.
+func TestBudgetWarnsOncePerEpisode(t *testing.T) {
+	var warned atomic.Int32
+	b := newRequestBudget(100, func(used, max int64) { warned.Add(1) })
+	hold := func(size int64) *heldFrame {
+		f, err := b.admit(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	// wait reserves n for f in the background once it must wait, and
+	// returns a channel for the result.
+	wait := func(f *heldFrame, n int64) chan error {
+		got := make(chan error, 1)
+		before := warned.Load()
+		go func() { got <- b.reserve(f, n, nil) }()
+		waitFor(t, 10*time.Second, "the reader waits", func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return b.waiting == 1 || warned.Load() > before
+		})
+		return got
+	}
+
+	full := hold(100)
+	if err := b.reserve(full, 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	small := hold(10)
+	got := wait(small, 10)
+	b.release(full)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	// Still near the bound's episode: a second wait is not told of.
+	big := hold(100)
+	got = wait(big, 100)
+	b.release(small)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if n := warned.Load(); n != 1 {
+		t.Fatalf("%d warnings for one episode, want 1", n)
+	}
+	// Drained: the next wait is a new episode.
+	b.release(big)
+	again := hold(100)
+	if err := b.reserve(again, 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	got = wait(hold(10), 10)
+	b.release(again)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if n := warned.Load(); n != 2 {
+		t.Errorf("%d warnings after two episodes, want 2", n)
+	}
+}

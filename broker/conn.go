@@ -51,6 +51,11 @@ type listener struct {
 	maxRequest int32
 	versions   versionTable
 
+	// acceptFailed counts the failed accepts of the episode under way
+	// (acceptBackoff), which began at acceptFailingSince.
+	acceptFailed       int
+	acceptFailingSince time.Time
+
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{}
 	cnt   Counts

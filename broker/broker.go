@@ -9,6 +9,12 @@
 // Every accept and close is logged through slog with the remote address, the
 // broker's node id and, for a close, why: idle, client closed (EOF), client
 // reset, shutdown.
+//
+// Its resources are bounded, so that it can run for days under a test: the
+// request bytes it holds across all connections (Config.MaxQueuedRequestBytes,
+// budget.go), what each partition keeps (Config.RetentionBytes,
+// retention.go), and an accept that fails for want of file descriptors is
+// retried rather than fatal (accept.go).
 package broker
 
 import (
@@ -152,7 +158,7 @@ type Cluster struct {
 	// budget bounds the request bytes held across every connection.
 	budget *requestBudget
 	// sinceRetention is how many record bytes were produced since
-	// retention last ran (retentionControl).
+	// retention last ran (installRetention).
 	sinceRetention atomic.Int64
 }
 

@@ -223,8 +223,11 @@ func (c *trackedConn) setReason(r Reason, detail string) {
 // is done with it.
 type handedFrame struct {
 	f *heldFrame
-	// noResponse: kfake writes nothing back (Produce with acks=0), so it
-	// is done with the frame once it reads the connection's next one.
+	// noResponse: kfake writes nothing back (Produce with acks=0), so the
+	// frame is given back when kfake asks for the connection's next one,
+	// which it does as soon as its loop has taken this one: the loop
+	// handles one request at a time, so at most the one it is handling
+	// is outside the bound.
 	noResponse bool
 }
 

@@ -273,3 +273,32 @@ func TestBudgetWarnsOncePerEpisode(t *testing.T) {
 		t.Errorf("%d warnings after two episodes, want 2", n)
 	}
 }
+
+// TestQueuedRoomIsGivenBack: on one connection, frames that each take more
+// than half the bound are read one after another, answered or not (acks=0
+// gets no answer: its room is given back once kfake has taken it), so the
+// bound never stops a connection behind its own requests.
+func TestQueuedRoomIsGivenBack(t *testing.T) {
+	c, logs := startTest(t, Config{MaxQueuedRequestBytes: 1 << 20})
+	conn := dialBroker(t, c.Addrs()[0])
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	quiet := produceFrameAcks(t, 700<<10, 0)
+	for i := range 3 {
+		if _, err := conn.Write(quiet); err != nil {
+			t.Fatalf("acks=0 frame %d: %v", i, err)
+		}
+	}
+	answered := produceFrame(t, 700<<10)
+	for i := range 3 {
+		if _, err := conn.Write(answered); err != nil {
+			t.Fatalf("acks=1 frame %d: %v", i, err)
+		}
+		if err := readProduceResponse(conn); err != nil {
+			t.Fatalf("acks=1 frame %d: %v\nlog:\n%s", i, err, logs)
+		}
+	}
+	apiVersions(t, conn, 7)
+	// The room of the last answer is given back as the broker writes it,
+	// which the client can see first.
+	waitFor(t, 10*time.Second, "no room held with every request answered", func() bool { return c.budget.inUse() == 0 })
+}

@@ -84,8 +84,15 @@ func TestAcceptSurvivesFileDescriptorExhaustion(t *testing.T) {
 // and answers UNKNOWN_TOPIC_OR_PARTITION, keeping none of it.
 func produceFrame(t testing.TB, size int) []byte {
 	t.Helper()
+	return produceFrameAcks(t, size, 1)
+}
+
+// produceFrameAcks is produceFrame with the request's acks: with 0 the
+// broker answers nothing.
+func produceFrameAcks(t testing.TB, size int, acks int16) []byte {
+	t.Helper()
 	r := kmsg.NewPtrProduceRequest()
-	r.Version, r.Acks, r.TimeoutMillis = 9, 1, 30000
+	r.Version, r.Acks, r.TimeoutMillis = 9, acks, 30000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = "no-such-topic"
 	rp := kmsg.NewProduceRequestTopicPartition()

@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"syscall"
 	"time"
@@ -57,23 +59,32 @@ func acceptAdvice(err error) string {
 	return "accept failed; it retries"
 }
 
+// acceptWarnEvery is how often at most a listener warns that accepts fail:
+// a broker kept near its open-file limit fails and recovers with every
+// connection that closes, and one warning a minute says it.
+const acceptWarnEvery = time.Minute
+
 // acceptBackoff accepts the next connection, waiting out the errors that
 // pass (acceptRetryable) as net/http does: kfake's own loop would stop for
-// good. The first failure of an episode is logged as a warning that says
-// what to do. The episode ends at the first accept that succeeds at once,
-// which is logged with how many accepts failed in it: under pressure that
-// lasts, an accept that succeeds only after waiting (a connection closed,
-// and the next client takes its file at once) does not end it, so the
-// warning is not repeated for each. It returns the listener's error when
-// the error does not pass or the cluster is closing. kfake calls Accept
-// from one goroutine per listener: the episode's fields need no lock.
+// good. An episode of failures begins with the first failed accept and
+// ends at the first accept that succeeds at once: one that succeeds only
+// after waiting (a connection closed, and the next client took its file)
+// does not end it. An episode's first failure is logged as a warning that
+// says what to do, unless one was within acceptWarnEvery, and its end with
+// how many accepts failed. It returns the listener's error when the error
+// does not pass or the cluster is closing. kfake calls Accept from one
+// goroutine per listener: the episode's fields need no lock.
 func (l *listener) acceptBackoff() (net.Conn, error) {
 	var delay time.Duration
 	for {
 		conn, err := l.Listener.Accept()
 		if err == nil {
 			if delay == 0 && l.acceptFailed > 0 {
-				l.c.log.Info("accepting connections again", "node", l.node, "bind", l.Listener.Addr().String(),
+				level := slog.LevelDebug
+				if l.acceptWarned {
+					level = slog.LevelInfo
+				}
+				l.c.log.Log(context.Background(), level, "accepting connections again", "node", l.node, "bind", l.Listener.Addr().String(),
 					"failed_accepts", l.acceptFailed, "for", time.Since(l.acceptFailingSince).Round(time.Millisecond).String())
 				l.acceptFailed = 0
 			}
@@ -83,8 +94,13 @@ func (l *listener) acceptBackoff() (net.Conn, error) {
 			return nil, err
 		}
 		if l.acceptFailed == 0 {
-			l.acceptFailingSince = time.Now()
-			l.c.log.Warn(acceptAdvice(err), "node", l.node, "bind", l.Listener.Addr().String(), "error", err.Error())
+			now := time.Now()
+			l.acceptFailingSince = now
+			l.acceptWarned = l.acceptLastWarning.IsZero() || now.Sub(l.acceptLastWarning) >= acceptWarnEvery
+			if l.acceptWarned {
+				l.acceptLastWarning = now
+				l.c.log.Warn(acceptAdvice(err), "node", l.node, "bind", l.Listener.Addr().String(), "error", err.Error())
+			}
 		}
 		l.acceptFailed++
 		delay = nextAcceptDelay(delay)

@@ -52,9 +52,12 @@ type listener struct {
 	versions   versionTable
 
 	// acceptFailed counts the failed accepts of the episode under way
-	// (acceptBackoff), which began at acceptFailingSince.
+	// (acceptBackoff), which began at acceptFailingSince; acceptWarned
+	// says it was warned of, and acceptLastWarning is the last warning.
 	acceptFailed       int
 	acceptFailingSince time.Time
+	acceptWarned       bool
+	acceptLastWarning  time.Time
 
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{}

@@ -145,6 +145,19 @@ func (cb *childBroker) alive(t testing.TB, when string) {
 	}
 }
 
+// failed fails the test with err, or with the child's last words if the
+// error is its death: a client sees the broker's death (EOF, a reset)
+// before its exit is reaped, so it waits up to 10s for that.
+func (cb *childBroker) failed(t testing.TB, when string, err error) {
+	t.Helper()
+	select {
+	case <-cb.exited:
+		cb.alive(t, when)
+	case <-time.After(10 * time.Second):
+	}
+	t.Fatalf("%s: %v", when, err)
+}
+
 // peakRSS returns the child's peak resident set (VmHWM of
 // /proc/PID/status), in bytes.
 func (cb *childBroker) peakRSS() (int64, error) {

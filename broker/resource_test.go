@@ -249,8 +249,7 @@ func TestQueuedRequestBytesAreBounded(t *testing.T) {
 	cb := startChild(t, fmt.Sprintf("--data=%d", 512<<20), Config{Brokers: 1})
 	for _, err := range sendTogether(t, cb, produceFrame(t, 1<<20), 200) {
 		if err != nil {
-			cb.alive(t, "after 200 frames of 1 MiB")
-			t.Fatal(err)
+			cb.failed(t, "200 frames of 1 MiB", err)
 		}
 	}
 	cb.alive(t, "after 200 frames of 1 MiB")
@@ -280,8 +279,7 @@ func TestQueuedRequestBytesAreBounded(t *testing.T) {
 	// Two frames of the bound's size at once: one waits for the other.
 	for _, err := range sendTogether(t, cb, produceFrame(t, DefaultMaxQueuedRequestBytes), 2) {
 		if err != nil {
-			cb.alive(t, "after two frames of the bound's size")
-			t.Fatal(err)
+			cb.failed(t, "two frames of the bound's size", err)
 		}
 	}
 	cb.alive(t, "after two frames of the bound's size")
@@ -335,10 +333,10 @@ func TestRetentionBoundsEachPartition(t *testing.T) {
 	}()
 	select {
 	case err := <-produced:
-		cb.alive(t, "after 256 MiB produced")
 		if err != nil {
-			t.Fatal(err)
+			cb.failed(t, "producing 256 MiB", err)
 		}
+		cb.alive(t, "after 256 MiB produced")
 	case <-cb.exited:
 		cb.alive(t, "producing 256 MiB")
 	}

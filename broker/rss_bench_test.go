@@ -35,7 +35,7 @@ func BenchmarkPeakRSS200Frames(b *testing.B) {
 		cb := startChild(b, "--data=unlimited", Config{Brokers: 1})
 		for _, err := range sendTogether(b, cb, frame, 200) {
 			if err != nil {
-				b.Fatal(err)
+				cb.failed(b, "200 frames", err)
 			}
 		}
 		cb.alive(b, "after 200 frames")

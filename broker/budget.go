@@ -37,13 +37,17 @@ var errBudgetClosed = errors.New("connection closed while waiting for room under
 // Kafka takes room for a frame's whole announced size when it reads the
 // size prefix. Here a frame takes room as its bytes arrive, as frameReader
 // buffers them: a client that announces 100 MiB and sends 10 bytes holds
-// 10 bytes, not the whole bound. Frames that each hold part of the bound
+// the 4 KiB buffer they are read into, not the whole bound, so a few such
+// clients cannot stall every other. Frames that each hold part of the bound
 // and each wait for more would wait for ever, so room is granted only while
 // every frame being read can still be read whole (the banker's algorithm
 // with one resource): taken from the smallest remaining need up, each frame
 // fits in what is free plus what the frames before it give back when done.
 // A frame that cannot be granted room waits, holding what it has; frames it
-// does not block go on.
+// does not block go on. This is written here because a weighted semaphore
+// (golang.org/x/sync/semaphore) takes room whole or deadlocks when it is
+// taken in parts, and serves its waiters in order, so that one large frame
+// would hold back every small one behind it.
 type requestBudget struct {
 	max int64
 

@@ -9,6 +9,12 @@
 // Every accept and close is logged through slog with the remote address, the
 // broker's node id and, for a close, why: idle, client closed (EOF), client
 // reset, shutdown.
+//
+// Its resources are bounded, so that it can run for days under a test: the
+// request bytes it holds across all connections (Config.MaxQueuedRequestBytes,
+// budget.go), what each partition keeps (Config.RetentionBytes,
+// retention.go), and an accept that fails for want of file descriptors is
+// retried rather than fatal (accept.go).
 package broker
 
 import (
@@ -68,6 +74,22 @@ type Config struct {
 	// any of it is buffered. 0 means DefaultMaxRequestBytes (100 MiB, as
 	// Kafka).
 	MaxRequestBytes int
+	// MaxQueuedRequestBytes bounds the request bytes the cluster holds at
+	// once across all connections and brokers (Kafka's
+	// queued.max.request.bytes, which is unbounded by default): a frame
+	// takes room as its bytes arrive and gives it back when the broker is
+	// done with it; a reader that finds no room waits, and a frame larger
+	// than the bound is refused and its connection closed. Unlike Kafka,
+	// a bound below MaxRequestBytes is taken (and refuses the frames
+	// between). 0 means DefaultMaxQueuedRequestBytes (32 MiB).
+	MaxQueuedRequestBytes int64
+	// RetentionBytes bounds each partition's log, as a broker's
+	// log.retention.bytes: once a partition holds more, its oldest batches
+	// are dropped and its log start offset moves past them, so a consumer
+	// asking for a dropped offset gets OFFSET_OUT_OF_RANGE. A topic's own
+	// retention.bytes overrides it. 0 means DefaultRetentionBytes; a
+	// negative value keeps every record (Kafka's -1).
+	RetentionBytes int64
 	// Logger receives the accept and close events; nil discards them.
 	Logger *slog.Logger
 }
@@ -132,6 +154,12 @@ type Cluster struct {
 	// legacyMetadata counts the Metadata v0-3 requests given Kafka's
 	// meaning (legacyMetadataControl).
 	legacyMetadata atomic.Int64
+
+	// budget bounds the request bytes held across every connection.
+	budget *requestBudget
+	// sinceRetention is how many record bytes were produced since
+	// retention last ran (installRetention).
+	sinceRetention atomic.Int64
 }
 
 // Start starts the cluster. It is closed by Close or when ctx is done.
@@ -148,6 +176,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	if maxRequest < 0 || maxRequest > math.MaxInt32 {
 		return nil, fmt.Errorf("broker: MaxRequestBytes %d is out of range: give 1 to %d bytes (Kafka's socket.request.max.bytes is an int)", cfg.MaxRequestBytes, math.MaxInt32)
+	}
+	maxQueued := cfg.MaxQueuedRequestBytes
+	if maxQueued == 0 {
+		maxQueued = DefaultMaxQueuedRequestBytes
+	}
+	if maxQueued < 0 {
+		return nil, fmt.Errorf("broker: MaxQueuedRequestBytes %d is negative: give a number of bytes, or 0 for the default (%d)", maxQueued, DefaultMaxQueuedRequestBytes)
+	}
+	retention := cfg.RetentionBytes
+	if retention == 0 {
+		retention = DefaultRetentionBytes
 	}
 	versions, err := kfakeVersions()
 	if err != nil {
@@ -185,6 +224,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 
 	c := &Cluster{log: logger, stop: make(chan struct{})}
+	c.budget = newRequestBudget(maxQueued, func(used, max int64) {
+		logger.Warn("request bytes held reached the bound: reading requests waits for room as the broker answers the ones it holds; raise --max-queued-request-bytes if memory allows",
+			"held_bytes", used, "max_queued_request_bytes", max)
+	})
 	raw, notes, err := listenAll(host, cfg.Ports, n, DefaultPort)
 	if err != nil {
 		return nil, err
@@ -236,6 +279,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if len(cfg.Topics) > 0 {
 		opts = append(opts, kfake.SeedTopics(int32(parts), cfg.Topics...))
 	}
+	if retention > 0 {
+		opts = append(opts, kfake.BrokerConfigs(retentionConfigs(retention)))
+	}
 	kf, err := kfake.NewCluster(opts...)
 	if err != nil {
 		for _, l := range raw {
@@ -246,8 +292,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.kf = kf
 	c.keepControl(kmsg.Metadata, c.legacyMetadataControl)
 	c.installLimits(parts)
+	if retention > 0 {
+		c.installRetention(retention)
+	}
 	for _, l := range c.lns {
-		logger.Info("broker listening", "node", l.node, "addr", l.advertise.String(), "bind", l.Listener.Addr().String(), "idle", idleString(cfg.Idle))
+		logger.Info("broker listening", "node", l.node, "addr", l.advertise.String(), "bind", l.Listener.Addr().String(), "idle", idleString(cfg.Idle),
+			"retention_bytes", retention, "max_queued_request_bytes", maxQueued)
 		if cfg.Idle > 0 {
 			c.reapers.Add(1)
 			go func() {

@@ -51,6 +51,14 @@ type listener struct {
 	maxRequest int32
 	versions   versionTable
 
+	// acceptFailed counts the failed accepts of the episode under way
+	// (acceptBackoff), which began at acceptFailingSince; acceptWarned
+	// says it was warned of, and acceptLastWarning is the last warning.
+	acceptFailed       int
+	acceptFailingSince time.Time
+	acceptWarned       bool
+	acceptLastWarning  time.Time
+
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{}
 	cnt   Counts
@@ -64,14 +72,20 @@ func (h hostPort) String() string  { return string(h) }
 
 func (l *listener) Addr() net.Addr { return l.advertise }
 
+// Accept returns the next connection, as a trackedConn. kfake's accept loop
+// (cluster.go, broker.listen) returns on any error and closes the listener,
+// so a broker out of file descriptors for a moment would refuse every
+// connection from then on: Accept itself waits out the errors that pass
+// (acceptBackoff) and returns only when the listener is closed or fails
+// for good.
 func (l *listener) Accept() (net.Conn, error) {
-	conn, err := l.Listener.Accept()
+	conn, err := l.acceptBackoff()
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	tc := &trackedConn{Conn: conn, l: l, accepted: now, done: make(chan struct{})}
-	tc.frames = &frameReader{r: socketReader{tc}, max: l.maxRequest, versions: l.versions}
+	tc.frames = &frameReader{r: socketReader{tc}, max: l.maxRequest, versions: l.versions, room: tc}
 	tc.last.Store(now.UnixNano())
 	l.mu.Lock()
 	l.conns[tc] = struct{}{}
@@ -170,6 +184,15 @@ type trackedConn struct {
 	reading  atomic.Bool
 	inflight atomic.Int32
 
+	// roomMu guards the connection's share of the cluster's
+	// requestBudget: filling, the frame being read, and handed, the
+	// frames kfake has taken and the broker is not done with, oldest
+	// first. roomClosed is set by the close, which gives it all back.
+	roomMu     sync.Mutex
+	filling    *heldFrame
+	handed     []handedFrame
+	roomClosed bool
+
 	mu     sync.Mutex
 	reason Reason // the first reason found wins
 	detail string // what went wrong, for the close's log line
@@ -199,12 +222,135 @@ func (c *trackedConn) setReason(r Reason, detail string) {
 	c.mu.Unlock()
 }
 
+// handedFrame is a frame kfake has taken, holding its room until the broker
+// is done with it.
+type handedFrame struct {
+	f *heldFrame
+	// noResponse: kfake writes nothing back (Produce with acks=0), so the
+	// frame is given back when kfake asks for the connection's next one,
+	// which it does as soon as its loop has taken this one: the loop
+	// handles one request at a time, so at most the one it is handling
+	// is outside the bound.
+	noResponse bool
+}
+
+// admit takes a share of the cluster's requestBudget for a frame of size
+// bytes (frameRoom).
+func (c *trackedConn) admit(size int) error {
+	f, err := c.l.c.budget.admit(int64(size))
+	if err != nil {
+		return err
+	}
+	c.roomMu.Lock()
+	if c.roomClosed {
+		c.roomMu.Unlock()
+		c.l.c.budget.release(f)
+		return errBudgetClosed
+	}
+	c.filling = f
+	c.roomMu.Unlock()
+	return nil
+}
+
+// grow waits for room for n bytes of the frame being read (frameRoom); the
+// connection's close ends the wait. The frame's share is counted as Kafka
+// counts a request, without its 4-byte size prefix, so that a frame of
+// exactly the bound fits.
+func (c *trackedConn) grow(n int) error {
+	c.roomMu.Lock()
+	f := c.filling
+	c.roomMu.Unlock()
+	if f == nil {
+		return errBudgetClosed
+	}
+	return c.l.c.budget.reserve(f, min(int64(n), f.size), c.done)
+}
+
+// roomNextFrame is called as kfake asks for the connection's next frame:
+// kfake took the last one into its loop before asking, so a frame it
+// answers with nothing is done with. A frame refused or cut short gives
+// its room back too.
+func (c *trackedConn) roomNextFrame() {
+	c.roomMu.Lock()
+	var done []*heldFrame
+	if c.filling != nil {
+		done = append(done, c.filling)
+		c.filling = nil
+	}
+	kept := c.handed[:0]
+	for _, h := range c.handed {
+		if h.noResponse {
+			done = append(done, h.f)
+		} else {
+			kept = append(kept, h)
+		}
+	}
+	c.handed = kept
+	c.roomMu.Unlock()
+	for _, f := range done {
+		c.l.c.budget.release(f)
+	}
+}
+
+// roomHanded moves the frame just read to the frames kfake holds.
+func (c *trackedConn) roomHanded(noResponse bool) {
+	c.roomMu.Lock()
+	if c.filling != nil {
+		c.handed = append(c.handed, handedFrame{f: c.filling, noResponse: noResponse})
+		c.filling = nil
+	}
+	c.roomMu.Unlock()
+}
+
+// roomAnswered gives back the room of the oldest frame kfake answered:
+// it answers a connection's requests one at a time, in order, and those
+// before it that need no answer are done with too.
+func (c *trackedConn) roomAnswered() {
+	c.roomMu.Lock()
+	var done []*heldFrame
+	for len(c.handed) > 0 {
+		h := c.handed[0]
+		c.handed = c.handed[1:]
+		done = append(done, h.f)
+		if !h.noResponse {
+			break
+		}
+	}
+	if len(c.handed) == 0 {
+		c.handed = nil
+	}
+	c.roomMu.Unlock()
+	for _, f := range done {
+		c.l.c.budget.release(f)
+	}
+}
+
+// roomClose gives back all the connection's room, for good.
+func (c *trackedConn) roomClose() {
+	c.roomMu.Lock()
+	c.roomClosed = true
+	var done []*heldFrame
+	if c.filling != nil {
+		done = append(done, c.filling)
+		c.filling = nil
+	}
+	for _, h := range c.handed {
+		done = append(done, h.f)
+	}
+	c.handed = nil
+	c.roomMu.Unlock()
+	for _, f := range done {
+		c.l.c.budget.release(f)
+	}
+}
+
 // Read hands kfake the frame frameReader accepted, reading the next one
 // when it is used up. A refused frame closes the connection here, before
 // kfake sees a byte of it; kfake then sees the read error and lets go.
 func (c *trackedConn) Read(b []byte) (int, error) {
 	if len(c.pending) == 0 {
 		c.pending = nil // let the used frame go while the next one arrives
+		c.roomNextFrame()
 		frame, h, err := c.frames.next()
 		if err == nil && !h.NoResponse {
 			// Counted before reading is cleared: idleNow never sees
@@ -213,6 +359,7 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 		}
 		c.reading.Store(false)
 		if err != nil {
+			c.roomNextFrame() // a refused or cut frame holds nothing
 			var trunc *truncatedError
 			switch {
 			case errors.Is(err, ErrRequestTooLarge), errors.Is(err, ErrUnknownAPIKey),
@@ -224,6 +371,7 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 			}
 			return 0, err
 		}
+		c.roomHanded(h.NoResponse)
 		c.pending = frame
 		if log := c.l.c.log; log.Enabled(context.Background(), slog.LevelDebug) {
 			log.Debug("request", "node", c.l.node, "remote", c.Conn.RemoteAddr().String(), "api", h.String(), "correlation", h.Correlation, "bytes", len(frame))
@@ -231,6 +379,11 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 	}
 	n := copy(b, c.pending)
 	c.pending = c.pending[n:]
+	if len(c.pending) == 0 {
+		// kfake has its own copy: let this one go now, not when kfake
+		// asks for the next frame.
+		c.pending = nil
+	}
 	return n, nil
 }
 
@@ -263,6 +416,9 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	}
 	if err == nil && c.inflight.Load() > 0 {
 		c.inflight.Add(-1)
+	}
+	if err == nil {
+		c.roomAnswered()
 	}
 	return n, err
 }
@@ -321,6 +477,7 @@ func (c *trackedConn) closeFor(r Reason) error {
 	}
 	l.mu.Unlock()
 	err := c.Conn.Close()
+	c.roomClose()
 	defer close(c.done)
 
 	now := time.Now()

@@ -160,9 +160,23 @@ type frameReader struct {
 	r        io.Reader
 	max      int32
 	versions versionTable
+	// room, when set, bounds what the reader buffers: it is told of each
+	// accepted frame and asked for room before the buffer grows.
+	room frameRoom
 	// chunk is the first buffer size (4 KiB unless set), doubled as bytes
 	// arrive; tests lower it.
 	chunk int
+}
+
+// frameRoom is what frameReader asks for room before it buffers a frame's
+// bytes: the connection's share of the cluster's requestBudget.
+type frameRoom interface {
+	// admit is told a frame's size (its size prefix's value) once its
+	// size, API key and version are accepted; an error refuses the frame.
+	admit(size int) error
+	// grow waits until the frame being read may buffer n bytes, its
+	// size prefix included.
+	grow(n int) error
 }
 
 // truncatedError is a frame cut short by the client's close: not a refusal,
@@ -181,7 +195,8 @@ func (e *truncatedError) Unwrap() error { return io.ErrUnexpectedEOF }
 // It returns io.EOF when the client closed between frames, a
 // *truncatedError when it closed inside one, the read's error when the
 // connection failed, and an error wrapping one of the Err* values when the
-// frame is refused: the caller then closes the connection.
+// frame is refused: the caller then closes the connection. With room set it
+// waits for room before it buffers each part of a frame.
 func (f *frameReader) next() ([]byte, requestHeader, error) {
 	var prefix [8]byte // the size, then api key and version
 	if n, err := io.ReadFull(f.r, prefix[:4]); err != nil {
@@ -207,16 +222,35 @@ func (f *frameReader) next() ([]byte, requestHeader, error) {
 		return nil, requestHeader{Key: key, Version: version}, err
 	}
 
+	if f.room != nil {
+		if err := f.room.admit(int(size)); err != nil {
+			return nil, requestHeader{Key: key, Version: version}, err
+		}
+	}
+	grow := func(n int) error {
+		if f.room == nil {
+			return nil
+		}
+		return f.room.grow(n)
+	}
+
 	chunk := f.chunk
 	if chunk <= 0 {
 		chunk = 4 << 10
+	}
+	if err := grow(min(total, chunk)); err != nil {
+		return nil, requestHeader{Key: key, Version: version}, err
 	}
 	buf := make([]byte, 8, min(total, chunk))
 	copy(buf, prefix[:])
 	for len(buf) < total {
 		if len(buf) == cap(buf) {
 			// Double what arrived so far, never past the frame.
-			grown := make([]byte, len(buf), min(total, 2*cap(buf)))
+			n := min(total, 2*cap(buf))
+			if err := grow(n); err != nil {
+				return nil, requestHeader{Key: key, Version: version}, err
+			}
+			grown := make([]byte, len(buf), n)
 			copy(grown, buf)
 			buf = grown
 		}

@@ -37,8 +37,14 @@ type BrokerOptions struct {
 	Partitions int
 	// MaxRequestBytes is the broker's socket.request.max.bytes.
 	MaxRequestBytes int
-	LogLevel        string
-	Duration        time.Duration
+	// MaxQueuedRequestBytes bounds the request bytes held across all
+	// connections (queued.max.request.bytes).
+	MaxQueuedRequestBytes int64
+	// RetentionBytes bounds each partition's log (log.retention.bytes);
+	// -1 keeps every record.
+	RetentionBytes int64
+	LogLevel       string
+	Duration       time.Duration
 }
 
 // NewCmdBroker returns `kdiag broker`. runF, when non-nil, replaces the run
@@ -70,6 +76,18 @@ request of a newer version is answered with UNSUPPORTED_VERSION, and a CreateTop
 CreatePartitions that would make more than 10000 partitions with POLICY_VIOLATION, as
 Kafka does.
 
+Its memory is bounded. It holds at most --max-queued-request-bytes of requests at
+once across all connections (32 MiB; Kafka's queued.max.request.bytes): a request
+takes room as its bytes arrive and gives it back once answered, a connection that
+finds no room waits (a warning says so when it starts), and a frame larger than the
+bound is refused. A request costs about 2-3 times its size while held. Each partition
+keeps its last --retention-bytes (64 MiB; log.retention.bytes): the oldest batches
+are dropped and the log start offset moves past them, so a consumer asking for a
+dropped offset gets OFFSET_OUT_OF_RANGE, as from Kafka. Under heavy production a
+partition costs up to 3-4 times that in resident memory. Out of file descriptors
+(ulimit -n), it warns (at most once a minute) and keeps accepting as connections
+close.
+
 Ports 9092, 9093, ... are used when free, other free ports otherwise (it says so).
 Topics are created on first use; --topic pre-creates them.`,
 		Example: `  # three brokers that close connections idle for 3 seconds
@@ -82,7 +100,10 @@ Topics are created on first use; --topic pre-creates them.`,
 
   # try a third-party client
   kdiag broker --idle 2s &
-  echo hello | kcat -b 127.0.0.1:9092 -P -t test`,
+  echo hello | kcat -b 127.0.0.1:9092 -P -t test
+
+  # run for days under a load test: 16 MiB a partition, 64 MiB of requests at once
+  kdiag broker --retention-bytes 16777216 --max-queued-request-bytes 67108864`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ports != "" {
@@ -108,6 +129,12 @@ Topics are created on first use; --topic pre-creates them.`,
 			if opts.MaxRequestBytes < 1 || opts.MaxRequestBytes > math.MaxInt32 {
 				return cmdutil.UsageErrorf("--max-request-bytes: %d is out of range: give 1 to %d bytes", opts.MaxRequestBytes, math.MaxInt32)
 			}
+			if opts.MaxQueuedRequestBytes < 1 {
+				return cmdutil.UsageErrorf("--max-queued-request-bytes: %d is out of range: give a number of bytes, at least 1", opts.MaxQueuedRequestBytes)
+			}
+			if opts.RetentionBytes == 0 || opts.RetentionBytes < -1 {
+				return cmdutil.UsageErrorf("--retention-bytes: %d is out of range: give a number of bytes, or -1 to keep every record", opts.RetentionBytes)
+			}
 			if net.ParseIP(opts.Listen) == nil {
 				return cmdutil.UsageErrorf("--listen: %q is not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)", opts.Listen)
 			}
@@ -132,6 +159,8 @@ Topics are created on first use; --topic pre-creates them.`,
 	fl.StringArrayVar(&opts.Topics, "topic", nil, "topic to create at start (repeatable); others are created on first use")
 	fl.IntVar(&opts.Partitions, "partitions", 0, "partitions per topic (default one per broker)")
 	fl.IntVar(&opts.MaxRequestBytes, "max-request-bytes", broker.DefaultMaxRequestBytes, "refuse a request frame larger than this, closing its connection (the broker's socket.request.max.bytes)")
+	fl.Int64Var(&opts.MaxQueuedRequestBytes, "max-queued-request-bytes", broker.DefaultMaxQueuedRequestBytes, "hold at most this many request bytes at once across all connections; readers wait for room, larger frames are refused (the broker's queued.max.request.bytes)")
+	fl.Int64Var(&opts.RetentionBytes, "retention-bytes", broker.DefaultRetentionBytes, "keep at most this many bytes of each partition, dropping the oldest batches (the broker's log.retention.bytes); -1 keeps every record")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level of the accept/close log on stderr: debug|info|warn")
 	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long (default: run until Ctrl-C)")
 	return cmd
@@ -145,6 +174,13 @@ func runBroker(opts *BrokerOptions) error {
 	ctx := opts.Context
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	// 0 is broker.Config's default; the banner says which.
+	if opts.MaxQueuedRequestBytes == 0 {
+		opts.MaxQueuedRequestBytes = broker.DefaultMaxQueuedRequestBytes
+	}
+	if opts.RetentionBytes == 0 {
+		opts.RetentionBytes = broker.DefaultRetentionBytes
 	}
 	if opts.Duration > 0 {
 		var cancel context.CancelFunc
@@ -165,7 +201,9 @@ func runBroker(opts *BrokerOptions) error {
 		Partitions: opts.Partitions,
 		Logger:     logger,
 
-		MaxRequestBytes: opts.MaxRequestBytes,
+		MaxRequestBytes:       opts.MaxRequestBytes,
+		MaxQueuedRequestBytes: opts.MaxQueuedRequestBytes,
+		RetentionBytes:        opts.RetentionBytes,
 	})
 	if err != nil {
 		return &cmdutil.ExitError{Code: 1, Err: err}
@@ -178,6 +216,11 @@ func runBroker(opts *BrokerOptions) error {
 		idle = fmt.Sprintf("closes connections idle for %s (connections.max.idle.ms=%d)", opts.Idle, opts.Idle.Milliseconds())
 	}
 	fmt.Fprintf(out, "kdiag broker: %s on %s, %s.\n", human.Plural(opts.Brokers, "broker"), opts.Listen, idle)
+	retention := "keeps every record"
+	if opts.RetentionBytes > 0 {
+		retention = "keeps the last " + byteSize(opts.RetentionBytes) + " of each partition"
+	}
+	fmt.Fprintf(out, "It %s and holds at most %s of requests at once.\n", retention, byteSize(opts.MaxQueuedRequestBytes))
 	for _, n := range c.Notes() {
 		fmt.Fprintf(out, "note: %s\n", n)
 	}
@@ -215,4 +258,12 @@ func writeStats(w io.Writer, s broker.Stats) {
 	}
 	row("all", "", s.Counts)
 	_ = t.Render()
+}
+
+// byteSize writes n bytes in MiB when it is a whole number of them.
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	}
+	return human.Plural(int(n), "byte")
 }

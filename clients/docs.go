@@ -22,7 +22,9 @@ func Markdown(w io.Writer, libs []*Library) error {
 	p("<!-- Generated from the client catalog (clients/catalog.go) by `go generate ./clients/`. Do not edit. -->\n\n")
 	p("`kdiag doctor` names the client library of each Kafka client process and gives its diagnosis and fixes in that\n")
 	p("library's terms, from the facts below. Each fact names its source: the repository, the file and the symbol, at the\n")
-	p("commit it was read at (kdiag/kdiag is this repository, as it is).\n\n")
+	p("commit it was read at (kdiag/kdiag is this repository, as it is). The connection and fd bugs of each library by\n")
+	p("version, which doctor matches against the version it identifies, are in [known-bugs.md](known-bugs.md), generated\n")
+	p("from clients/bugs.go.\n\n")
 	p("| library | language | reads idle connections (sees the broker's FIN) | idle reaper, default | keepalive |\n")
 	p("| --- | --- | --- | --- | --- |\n")
 	readsWords := func(reads bool) string {

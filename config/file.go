@@ -23,8 +23,12 @@ func Parse(name string, data []byte, d Dialect) (*File, error) {
 // embeds; for a docker-compose file one per Kafka Connect service, for an environment
 // file (.env, *.env) the Connect producer it configures; for a connector's
 // *.json its overrides. A source that configures no producer gives no File.
-// d applies to configuration files only.
+// d applies to configuration files only. A binary input (see CheckText)
+// is refused with a *BinaryError.
 func ParseAll(name, src string, d Dialect) ([]*File, error) {
+	if err := CheckText(src); err != nil {
+		return nil, err
+	}
 	if strings.HasSuffix(strings.ToLower(name), ".log") || IsProducerLog(src) {
 		return ParseProducerLog(name, src), nil
 	}

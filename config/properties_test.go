@@ -355,3 +355,34 @@ func TestParseEmbedded(t *testing.T) {
 		t.Errorf("quoted block: %+v", q)
 	}
 }
+
+// TestBinaryInputRefused: an executable copied to x.properties is refused as
+// a whole (issue 30: a kdiag binary gave 238,229 findings), and so is UTF-16
+// text, said as such; text with bytes that are not UTF-8 (ISO-8859-1) is
+// still read.
+func TestBinaryInputRefused(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     string // "" for no error
+	}{
+		{"ELF", "\x7fELF\x02\x01\x01\x00\x00\x00linger.ms=5\n", "binary file, not a configuration (a NUL byte at offset 7)"},
+		{"UTF-16LE", "\xff\xfel\x00i\x00n\x00", "UTF-16 text"},
+		{"ISO-8859-1 text", "client.id=caf\xe9\n", ""},
+		{"NUL past the window", "a=1\n" + strings.Repeat("#", binaryWindow) + "\x00", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, err := ParseAll("x.properties", tt.in, Unknown)
+			if tt.want == "" {
+				if err != nil || len(fs) != 1 {
+					t.Fatalf("ParseAll: %d files, %v", len(fs), err)
+				}
+				return
+			}
+			var be *BinaryError
+			if !errors.As(err, &be) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ParseAll error %v, want a *BinaryError saying %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -117,8 +117,9 @@ The rules are listed by 'kdiag rules' and explained by 'kdiag rules explain ID'.
 Exit status:
   0  no finding at or above --fail-on
   1  findings at or above --fail-on
-  2  bad flags or arguments, or an input that could not be read or parsed
-     (every other input is still checked and reported)`,
+  2  bad flags or arguments, an input that could not be read or parsed, a
+     binary file, or a directory with no configuration file in it (every
+     other input is still checked and reported)`,
 		Example: `  # Check one file, and every config file under deploy/
   kdiag lint producer.properties deploy/
 
@@ -243,7 +244,9 @@ func runLint(opts *LintOptions) error {
 			walked[p] = true
 		}
 		if len(found) == 0 {
-			note(arg, fmt.Sprintf("no configuration files (%s) found", "*"+strings.Join(configExts, ", *")))
+			// Nothing checked is no pass: a mistyped path (a directory
+			// named d.properties, an empty checkout) must fail CI.
+			report(arg, emptyDirError(arg))
 		}
 		for _, p := range found {
 			inputs = append(inputs, input{name: p})
@@ -450,6 +453,16 @@ func walk(root string, report func(string, error), note func(path, msg string)) 
 	})
 	sort.Strings(out)
 	return out
+}
+
+// emptyDirError is the problem of a directory argument in which the walk
+// found no configuration file.
+func emptyDirError(dir string) error {
+	exts := "*" + strings.Join(configExts, ", *")
+	if isConfigName(filepath.Base(filepath.Clean(dir))) {
+		return fmt.Errorf("is a directory, not a configuration file, and holds no configuration files (%s): nothing was checked", exts)
+	}
+	return fmt.Errorf("no configuration files (%s) found in this directory: nothing was checked", exts)
 }
 
 func isConfigName(name string) bool {

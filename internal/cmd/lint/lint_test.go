@@ -207,11 +207,47 @@ func TestFileGivenTwiceIsLintedOnce(t *testing.T) {
 	}
 }
 
-func TestEmptyDirectoryWarns(t *testing.T) {
+// TestEmptyDirectoryFails: a directory argument in which nothing is
+// checked fails the run (exit 2), also beside a good file: a mistyped path
+// must not pass CI (issue 30: a directory named d.properties gave "no
+// findings in 0 files", exit 0).
+func TestEmptyDirectoryFails(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := run(t, "", nil, dir)
-	if code != 0 || out != "no findings in 0 files\n" || !strings.Contains(errOut, "no configuration files") {
+	if code != cmdutil.ExitUsage || strings.Contains(out, "no findings") || !strings.Contains(errOut, dir+": no configuration files") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	named := filepath.Join(dir, "d.properties")
+	if err := os.Mkdir(named, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, "", nil, named, td("clean.properties"))
+	want := "kdiag: lint: " + named + ": is a directory, not a configuration file, and holds no configuration files"
+	if code != cmdutil.ExitUsage || out != "no findings in 1 file\n" || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, want)
+	}
+}
+
+// TestBinaryFileRefused: an executable named x.properties (issue 30: a
+// copied kdiag binary gave 238,229 findings, 85 MB of output) is refused in
+// one line, exit 2, with no findings.
+func TestBinaryFileRefused(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := filepath.Join(t.TempDir(), "x.properties")
+	if err := os.WriteFile(x, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "", nil, x)
+	want := "kdiag: lint: " + x + ": binary file, not a configuration"
+	if code != cmdutil.ExitUsage || out != "" || !strings.HasPrefix(errOut, want) || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("exit %d, stdout %.200q, stderr %.300q; want exit 2, no output and %q", code, out, errOut, want)
 	}
 }
 

@@ -334,17 +334,18 @@ func TestBrokerIdleFromFile(t *testing.T) {
 	tests := []struct {
 		name, in string
 		want     int64
+		wantSet  bool
 		wantErr  bool
 	}{
-		{"default", "broker.id=1\nlisteners=PLAINTEXT://:9092\n", 600000, false},
-		{"set", "broker.id=1\nconnections.max.idle.ms = 300000\n", 300000, false},
-		{"last wins", "connections.max.idle.ms=300000\nconnections.max.idle.ms=120000\n", 120000, false},
-		{"negative", "connections.max.idle.ms=-1\n", -1, false},
-		{"not a number", "connections.max.idle.ms=10m\n", 0, true},
+		{"default", "broker.id=1\nlisteners=PLAINTEXT://:9092\n", 600000, false, false},
+		{"set", "broker.id=1\nconnections.max.idle.ms = 300000\n", 300000, true, false},
+		{"last wins", "connections.max.idle.ms=300000\nconnections.max.idle.ms=120000\n", 120000, true, false},
+		{"negative", "connections.max.idle.ms=-1\n", -1, true, false},
+		{"not a number", "connections.max.idle.ms=10m\n", 0, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := BrokerIdleFromFile("server.properties", strings.NewReader(tt.in))
+			got, set, err := BrokerIdleFromFile("server.properties", strings.NewReader(tt.in))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("error = %v, wantErr %v", err, tt.wantErr)
 			}
@@ -354,8 +355,8 @@ func TestBrokerIdleFromFile(t *testing.T) {
 				}
 				return
 			}
-			if got != tt.want {
-				t.Errorf("got %d, want %d", got, tt.want)
+			if got != tt.want || set != tt.wantSet {
+				t.Errorf("got %d (set %v), want %d (set %v)", got, set, tt.want, tt.wantSet)
 			}
 		})
 	}

@@ -92,29 +92,28 @@ func (o Options) Validate() error {
 var ErrNoBrokerIdle = errors.New("broker connections.max.idle.ms")
 
 // BrokerIdleFromFile reads connections.max.idle.ms from a broker's
-// server.properties; when the file does not set it, the broker default
-// (600000) applies and is returned.
-func BrokerIdleFromFile(name string, r io.Reader) (int64, error) {
+// server.properties. set says the file sets it; when it does not, the
+// broker default (600000) applies and is returned, and the caller should
+// say so: a broker file that does not set the key is often not the file
+// the broker really runs with.
+func BrokerIdleFromFile(name string, r io.Reader) (ms int64, set bool, err error) {
 	f, err := config.ParseProperties(name, r)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
+		return 0, false, fmt.Errorf("%s: %w", name, err)
 	}
-	var (
-		found bool
-		e     config.Entry
-	)
+	var e config.Entry
 	for _, x := range f.Entries {
 		if x.Key == "connections.max.idle.ms" {
-			e, found = x, true // the last one wins, as in java.util.Properties
+			e, set = x, true // the last one wins, as in java.util.Properties
 		}
 	}
-	if !found {
-		return DefaultBrokerIdleMS, nil
+	if !set {
+		return DefaultBrokerIdleMS, false, nil
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(e.Value), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s:%d: connections.max.idle.ms: %q is not a number of milliseconds: %w",
+		return 0, true, fmt.Errorf("%s:%d: connections.max.idle.ms: %q is not a number of milliseconds: %w",
 			name, e.ValuePos.Line, e.Value, ErrNoBrokerIdle)
 	}
-	return n, nil
+	return n, true, nil
 }

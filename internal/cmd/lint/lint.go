@@ -384,9 +384,13 @@ func lintOptions(opts *LintOptions) (rules.Options, error) {
 		if err != nil {
 			return ro, cmdutil.UsageErrorf("lint: --broker-config %s: %v", opts.BrokerConfig, cause(err))
 		}
-		ms, err := rules.BrokerIdleFromFile(opts.BrokerConfig, strings.NewReader(data))
+		ms, set, err := rules.BrokerIdleFromFile(opts.BrokerConfig, strings.NewReader(data))
 		if err != nil {
 			return ro, cmdutil.UsageErrorf("lint: --broker-config: %v", err)
+		}
+		if !set {
+			fmt.Fprintf(opts.IO.ErrOut, "kdiag: lint: --broker-config %s does not set connections.max.idle.ms: using the broker's default, %d ms\n",
+				output.Printable(opts.BrokerConfig), ms)
 		}
 		ro.BrokerIdleMS, ro.BrokerIdleExplicit = ms, true
 	}

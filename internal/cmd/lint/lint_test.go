@@ -342,6 +342,26 @@ func TestBrokerIdle(t *testing.T) {
 	}
 }
 
+// TestBrokerConfigWithoutIdleSaysSo: a --broker-config that does not set
+// connections.max.idle.ms is linted against the broker default, and the run
+// says so on stderr (issue 30: it used 600000 silently); one that sets it
+// says nothing.
+func TestBrokerConfigWithoutIdleSaysSo(t *testing.T) {
+	broker := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(broker, []byte("broker.id=1\nlisteners=PLAINTEXT://:9092\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "", func(o *LintOptions) { o.BrokerConfig = broker }, td("clean.properties"))
+	want := "kdiag: lint: --broker-config " + broker + " does not set connections.max.idle.ms: using the broker's default, 600000 ms\n"
+	if code != 0 || out != "no findings in 1 file\n" || errOut != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want stderr %q", code, out, errOut, want)
+	}
+	_, _, errOut = run(t, "", func(o *LintOptions) { o.BrokerConfig = td("server.properties") }, td("clean.properties"))
+	if errOut != "" {
+		t.Errorf("a broker config that sets the key: stderr %q, want nothing", errOut)
+	}
+}
+
 func TestIgnore(t *testing.T) {
 	code, out, _ := run(t, "", func(o *LintOptions) { o.Ignore = []string{"kd308", ""} }, td("error.properties"))
 	if code != 0 || strings.Contains(out, "KD308") {

@@ -129,10 +129,18 @@ type File struct {
 	// BrokerIdleMS is the broker's connections.max.idle.ms where the file
 	// says it (a Kafka broker container in the same compose file), 0 when
 	// it does not.
-	BrokerIdleMS int64     `json:"broker_idle_ms,omitempty"`
-	Entries      []Entry   `json:"entries"`
-	Comments     []Comment `json:"comments,omitempty"`
-	Problems     []Problem `json:"problems,omitempty"`
+	BrokerIdleMS int64 `json:"broker_idle_ms,omitempty"`
+	// DocProfiles are the profile conditions of a Spring file's documents
+	// (spring.config.activate.on-profile), ActiveProfiles the
+	// spring.profiles.active it writes: see ForProfiles.
+	DocProfiles    []DocProfile           `json:"doc_profiles,omitempty"`
+	ActiveProfiles []ActiveProfileSetting `json:"active_profiles,omitempty"`
+	// Profile names the Spring profiles a File made by ForProfiles has
+	// active ("default" when none is), "" for a file read as a whole.
+	Profile  string    `json:"profile,omitempty"`
+	Entries  []Entry   `json:"entries"`
+	Comments []Comment `json:"comments,omitempty"`
+	Problems []Problem `json:"problems,omitempty"`
 }
 
 // posAt is the Pos of a line and column counted in ints, as the parsers

@@ -185,9 +185,9 @@ func ParseSpringProperties(name string, r io.Reader) (*File, error) {
 // application would not start. Alias expansion stops, with a Problem,
 // after 65536 nodes.
 //
-// Entries keep their document index in Doc; later documents win. Profile
-// activation (spring.config.activate.on-profile) is not evaluated: every
-// document is read.
+// Entries keep their document index in Doc; later documents win. The
+// profile conditions of documents (spring.config.activate.on-profile) are
+// kept in DocProfiles: File.ForProfiles evaluates them.
 //
 // A syntax error in the first document is returned as an error, with its
 // line:col (yaml.v3 reports only the line; the column is that of the first
@@ -600,6 +600,9 @@ type listItem struct {
 
 // add maps one item; it reports nothing for keys that are not the producer's.
 func (m *springMapper) add(it springItem) {
+	if m.addProfileSetting(it) {
+		return
+	}
 	el := it.elems
 	u := func(i int) string {
 		if i >= len(el) || el[i].bracket {

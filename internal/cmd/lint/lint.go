@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -56,6 +57,11 @@ type LintOptions struct {
 	Format string
 	// Ignore lists rule IDs whose findings are dropped.
 	Ignore []string
+	// Profiles are the Spring profile sets to lint Spring files with,
+	// each a comma list of profiles active together (--profile); none
+	// lints a file that has profile documents with no profile active and
+	// with each profile it names, one at a time.
+	Profiles []string
 	// EnvFile is an environment file (NAME=value lines) whose variables
 	// resolve placeholders: Spring's ${NAME:default}, the Java client's
 	// ${env:NAME}, a template's ${NAME}.
@@ -97,6 +103,11 @@ Each input is a file, a directory (searched recursively for *.properties,
 *.yml, *.yaml, *.conf, *.json and *.env, skipping hidden directories, vendor
 and node_modules; only regular files are read) or - for standard input. The dialect of each file is detected
 from its name and content unless --dialect is given.
+
+A Spring file with profile documents (spring.config.activate.on-profile) is
+linted once with no profile active and once with each profile it names, or
+with the profile sets --profile gives; a finding that holds in some of them
+only says in which ("(in profile prod)").
 
 The findings and a summary line go to standard output (with -o text, in the
 compiler style file:line:col: severity RULE message, then the fix); problems
@@ -154,6 +165,7 @@ Exit status:
 	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", def.BrokerIdleMS, "broker connections.max.idle.ms in milliseconds")
 	fl.StringVar(&opts.FailOn, "fail-on", "warning", "lowest severity that makes the exit status 1: info|warning|error|none")
 	fl.StringSliceVar(&opts.Ignore, "ignore", nil, "rule IDs to leave out, comma-separated (KD101,KD203)")
+	fl.StringArrayVar(&opts.Profiles, "profile", nil, "Spring `profiles` active together (prod, or prod,eu as spring.profiles.active writes them) to lint Spring files with; repeat to lint each set on its own (default: no profile active, then each profile a file's documents name)")
 	fl.StringVar(&opts.EnvFile, "env", "", "environment `file` (NAME=value lines) to resolve ${NAME}, ${NAME:default} and ${env:NAME} placeholders with")
 	cmdutil.FormatFlag(fl, &opts.Format, "text", output.Formats())
 	return cmd
@@ -310,7 +322,7 @@ func runLint(opts *LintOptions) error {
 				// producer's configuration: say so rather than pass it.
 				note(in.name, "no producer configuration found in it (no ProducerConfig values: block, Connect producer variables or embedded configuration file)")
 			}
-			for fd := range rules.LintAll(fs, ropts) {
+			for fd := range lintFiles(fs, ropts, opts.Profiles, note) {
 				if ignore[fd.RuleID] {
 					continue
 				}
@@ -348,6 +360,36 @@ func runLint(opts *LintOptions) error {
 		return cmdutil.Exit(cmdutil.ExitFindings)
 	}
 	return nil
+}
+
+// lintFiles lints the configurations of one input in path order. A Spring
+// file with profile documents (or any Spring file, with --profile) is
+// linted once per set of active profiles, and the run says which.
+func lintFiles(fs []*config.File, ropts rules.Options, profiles []string, note func(path, msg string)) iter.Seq[rules.Finding] {
+	sorted := slices.Clone(fs)
+	slices.SortStableFunc(sorted, func(a, b *config.File) int { return strings.Compare(a.Path, b.Path) })
+	return func(yield func(rules.Finding) bool) {
+		for _, f := range sorted {
+			seq := rules.Findings(f, ropts)
+			if f.Dialect == config.Spring && (len(profiles) > 0 || f.HasProfiles()) {
+				evals := config.ProfileEvaluations(f, profiles)
+				names := make([]string, len(evals))
+				for i, e := range evals {
+					names[i] = e.Profile
+					if e.Profile == config.DefaultProfile {
+						names[i] += " (no profile active)"
+					}
+				}
+				note(f.Path, "Spring profiles, each linted on its own: "+strings.Join(names, "; "))
+				seq = slices.Values(rules.LintProfiles(evals, ropts))
+			}
+			for fd := range seq {
+				if !yield(fd) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // lintOptions turns the flags into the engine's options.

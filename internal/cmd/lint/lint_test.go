@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -359,6 +360,54 @@ func TestBrokerConfigWithoutIdleSaysSo(t *testing.T) {
 	_, _, errOut = run(t, "", func(o *LintOptions) { o.BrokerConfig = td("server.properties") }, td("clean.properties"))
 	if errOut != "" {
 		t.Errorf("a broker config that sets the key: stderr %q, want nothing", errOut)
+	}
+}
+
+// TestSpringProfiles: a Spring file with profile documents is linted per
+// profile, each finding saying in which profile it holds (issue 30: the
+// documents were merged, so the base profile's -1 was never reported), and
+// --profile lints the profiles it names only.
+func TestSpringProfiles(t *testing.T) {
+	file := td("profiles/application.yml")
+	tests := []struct {
+		name     string
+		profiles []string
+		want     []string // rule and line of each finding, and the profiles it names
+		note     string
+	}{
+		{"every profile", nil, []string{"KD101:7 (in profile default)", "KD102:15 (in profile prod)"},
+			"Spring profiles, each linted on its own: default (no profile active); prod"},
+		{"--profile prod", []string{"prod"}, []string{"KD102:15"}, "Spring profiles, each linted on its own: prod"},
+		{"--profile dev", []string{"dev"}, []string{"KD101:7"}, "Spring profiles, each linted on its own: dev"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, out, errOut := run(t, "", func(o *LintOptions) { o.Format = "json"; o.Profiles = tt.profiles }, file)
+			var rep struct {
+				Findings []struct {
+					Rule    string
+					Message string
+					Line    int
+				}
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			var got []string
+			for _, f := range rep.Findings {
+				s := f.Rule + ":" + strconv.Itoa(f.Line)
+				if i := strings.LastIndex(f.Message, " (in profile"); i >= 0 {
+					s += f.Message[i:]
+				}
+				got = append(got, s)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(errOut, file+": "+tt.note) {
+				t.Errorf("stderr %q does not say %q", errOut, tt.note)
+			}
+		})
 	}
 }
 

@@ -318,76 +318,71 @@ func LibrdkafkaSettings() []LibSetting {
 	return append([]LibSetting(nil), loadCatalog().libList...)
 }
 
-// librdkafkaOtherProps are librdkafka properties (CONFIGURATION.md, read
-// for this table) that the producer table of ../shared/reference leaves out:
-// shared with the Java client by name (ssl.cipher.suites, the
-// sasl.oauthbearer.* family), or commonly set in librdkafka files (ssl.ca.location,
-// debug). With them, a Java key is only called foreign to librdkafka when
-// librdkafka really has no such property (sasl.jaas.config, buffer.memory),
-// and a valid librdkafka key is not "corrected" into a neighbour.
-var librdkafkaOtherProps = map[string]bool{
-	"ssl.cipher.suites":                             true,
-	"ssl.endpoint.identification.algorithm":         true,
-	"sasl.kerberos.service.name":                    true,
-	"sasl.kerberos.kinit.cmd":                       true,
-	"sasl.kerberos.min.time.before.relogin":         true,
-	"sasl.kerberos.principal":                       true,
-	"sasl.kerberos.keytab":                          true,
-	"sasl.oauthbearer.token.endpoint.url":           true,
-	"sasl.oauthbearer.scope":                        true,
-	"sasl.oauthbearer.client.id":                    true,
-	"sasl.oauthbearer.client.credentials.client.id": true,
-	"sasl.oauthbearer.method":                       true,
-	"sasl.oauthbearer.extensions":                   true,
-	"sasl.oauthbearer.grant.type":                   true,
-	"sasl.oauthbearer.metadata.authentication.type": true,
-	"sasl.oauthbearer.assertion.algorithm":          true,
-	"sasl.oauthbearer.assertion.claim.aud":          true,
-	"sasl.oauthbearer.assertion.claim.exp.seconds":  true,
-	"sasl.oauthbearer.assertion.claim.iss":          true,
-	"sasl.oauthbearer.assertion.claim.jti.include":  true,
-	"sasl.oauthbearer.assertion.claim.nbf.seconds":  true,
-	"sasl.oauthbearer.assertion.claim.sub":          true,
-	"sasl.oauthbearer.assertion.file":               true,
-	"sasl.oauthbearer.assertion.jwt.template.file":  true,
-	"enable.sasl.oauthbearer.unsecure.jwt":          true,
-	"enable.metrics.push":                           true,
-	"allow.auto.create.topics":                      true,
-	"client.rack":                                   true,
-	"ssl.ca.location":                               true,
-	"ssl.certificate.location":                      true,
-	"ssl.certificate.pem":                           true,
-	"ssl.crl.location":                              true,
-	"ssl.curves.list":                               true,
-	"ssl.sigalgs.list":                              true,
-	"ssl.engine.id":                                 true,
-	"ssl.engine.location":                           true,
-	"ssl.ca.certificate.stores":                     true,
-	"ssl.providers":                                 true,
-	"enable.ssl.certificate.verification":           true,
-	"https.ca.location":                             true,
-	"https.ca.pem":                                  true,
-	"plugin.library.paths":                          true,
-	"debug":                                         true,
-	"log_level":                                     true,
-	"log.queue":                                     true,
-	"log.thread.name":                               true,
-	"enable.random.seed":                            true,
-	"internal.termination.signal":                   true,
-	"builtin.features":                              true,
-	"message.copy.max.bytes":                        true,
-	"receive.message.max.bytes":                     true,
-	"api.version.request.timeout.ms":                true,
-	"topic.blacklist":                               true,
-	"enabled_events":                                true,
+// libProp is one entry of librdkafka's property table (src/rdkafka_conf.c
+// rd_kafka_properties[], in upstream/librdkafka-properties.tsv): every name
+// rd_kafka_conf_set knows. Any other name fails with "No such configuration
+// property".
+type libProp struct {
+	name string
+	// scope is "global" or "topic".
+	scope string
+	// cp is "C" (consumer only), "P" (producer only) or "*".
+	cp string
+	// kind is "set" (rd_kafka_conf_set takes a value), "alias" (of
+	// detail), "callback" (only through its rd_kafka_conf_set_..._cb()),
+	// "internal" (not settable) or "invalid" (refused with the message
+	// detail: librdkafka's pointer to what to use instead).
+	kind, detail string
 }
 
-// isLibrdkafkaKnown reports whether name is a librdkafka property kdiag knows.
-func isLibrdkafkaKnown(name string) bool {
-	if _, ok := loadCatalog().lib[name]; ok {
-		return true
+// librdkafkaVersion is the release the property table was read from.
+var librdkafkaVersion string
+
+//go:embed upstream/librdkafka-properties.tsv
+var libPropsTSV string
+
+var libProps = sync.OnceValue(func() map[string][]libProp {
+	m := map[string][]libProp{}
+	for i, line := range strings.Split(libPropsTSV, "\n") {
+		if v, ok := strings.CutPrefix(line, "# librdkafka "); ok {
+			librdkafkaVersion, _, _ = strings.Cut(v, " ")
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if i < 2 || len(f) != 5 {
+			continue // the header, a blank line
+		}
+		p := libProp{name: f[0], scope: f[1], cp: f[2], kind: f[3], detail: f[4]}
+		m[p.name] = append(m[p.name], p)
 	}
-	return librdkafkaOtherProps[name]
+	return m
+})
+
+// librdkafkaProperty finds name as rd_kafka_conf_set does: a global
+// property first, then a topic property (the default topic
+// configuration's), for which a "topic." prefix is also taken.
+func librdkafkaProperty(name string) (libProp, bool) {
+	props := libProps()
+	for _, p := range props[name] {
+		if p.scope == "global" {
+			return p, true
+		}
+	}
+	topic := strings.TrimPrefix(name, "topic.")
+	for _, p := range props[topic] {
+		if p.scope == "topic" {
+			return p, true
+		}
+	}
+	return libProp{}, false
+}
+
+// isLibrdkafkaKnown reports whether rd_kafka_conf_set takes name: a
+// property of librdkafka's table (or an alias of one) that is set by
+// value.
+func isLibrdkafkaKnown(name string) bool {
+	p, ok := librdkafkaProperty(name)
+	return ok && (p.kind == "set" || p.kind == "alias")
 }
 
 // consumerOnlyKeys are consumer configs (Java ConsumerConfig, librdkafka

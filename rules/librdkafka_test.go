@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,4 +134,135 @@ func TestLibrdkafkaDifferential(t *testing.T) {
 			}
 		})
 	}
+}
+
+// librdkafkaNamesHarness prints, for each name=value argument, the code
+// rd_kafka_conf_set returns (RD_KAFKA_CONF_UNKNOWN is -2) and its message;
+// with --show it prints the property table of the library instead
+// (rd_kafka_conf_properties_show) and its version.
+const librdkafkaNamesHarness = `
+#include <stdio.h>
+#include <string.h>
+#include <librdkafka/rdkafka.h>
+
+int main(int argc, char **argv) {
+	if (argc == 2 && !strcmp(argv[1], "--show")) {
+		printf("VERSION %s\n", rd_kafka_version_str());
+		rd_kafka_conf_properties_show(stdout);
+		return 0;
+	}
+	for (int i = 1; i < argc; i++) {
+		char name[256], errstr[512] = "";
+		const char *eq = strchr(argv[i], '=');
+		size_t n = (size_t)(eq - argv[i]);
+		memcpy(name, argv[i], n);
+		name[n] = 0;
+		rd_kafka_conf_t *conf = rd_kafka_conf_new();
+		int res = rd_kafka_conf_set(conf, name, eq + 1, errstr, sizeof(errstr));
+		for (char *c = errstr; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+		printf("%d %s\n", res, errstr);
+		rd_kafka_conf_destroy(conf);
+	}
+	return 0;
+}
+`
+
+// TestLibrdkafkaNamesDifferential holds kdiag's librdkafka property table
+// (upstream/librdkafka-properties.tsv) against the real library: every name
+// the installed librdkafka lists is in it, and for every name of the table,
+// its topic. forms and names it does not have, KD404 fires exactly where
+// rd_kafka_conf_set refuses the name ("No such configuration property", a
+// callback, an internal or a Java property). Names the installed library
+// is too old to have are counted and skipped.
+func TestLibrdkafkaNamesDifferential(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler: the librdkafka differential test needs cc and librdkafka-dev")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "names.c")
+	if err := os.WriteFile(src, []byte(librdkafkaNamesHarness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "names")
+	if out, err := exec.Command(cc, "-o", bin, src, "-lrdkafka").CombinedOutput(); err != nil {
+		t.Skipf("cannot build against librdkafka (apt-get install librdkafka-dev): %v\n%s", err, out)
+	}
+	show, err := exec.Command(bin, "--show").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var installed string
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(show), "\n") {
+		if v, ok := strings.CutPrefix(line, "VERSION "); ok {
+			installed = v
+			continue
+		}
+		if name, _, ok := strings.Cut(line, "|"); ok && regexp.MustCompile(`^[a-z_.0-9]+ +$`).MatchString(name) {
+			listed[strings.TrimSpace(name)] = true
+		}
+	}
+	if len(listed) < 100 {
+		t.Fatalf("rd_kafka_conf_properties_show listed %d names:\n%s", len(listed), show)
+	}
+	for n := range listed {
+		if _, ok := librdkafkaProperty(n); !ok {
+			t.Errorf("librdkafka %s has %s; kdiag's table (librdkafka %s) does not", installed, n, librdkafkaVersion)
+		}
+	}
+
+	names := []string{"broker.list", "foo.bar", "buffer.memory", "key.serializer", "log.retention.hours",
+		"topic.foo", "topic.bootstrap.servers", "connection.max.idle.ms", "max.block.ms"}
+	for n, ps := range libProps() {
+		names = append(names, n)
+		for _, p := range ps {
+			if p.scope == "topic" {
+				names = append(names, "topic."+n)
+			}
+		}
+	}
+	sort.Strings(names)
+	args := make([]string, len(names))
+	for i, n := range names {
+		args[i] = n + "=1"
+	}
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(answers) != len(names) {
+		t.Fatalf("%d answers for %d names", len(answers), len(names))
+	}
+	tooNew := 0
+	for i, n := range names {
+		code, msg, _ := strings.Cut(answers[i], " ")
+		// A value problem ("Invalid value", a range) is not the name's;
+		// a plugin path that does not load either.
+		refused := code == "-2" || strings.Contains(msg, "must be set through") || strings.Contains(msg, "not settable") ||
+			(strings.Contains(msg, "not supported") && !strings.Contains(msg, "in this build"))
+		f, err := config.Parse(n+".rdkafka.properties", []byte(n+"=1\n"), config.Librdkafka)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reported := false
+		for _, fd := range LintFile(f, DefaultOptions()) {
+			if fd.RuleID == "KD404" {
+				reported = true
+			}
+		}
+		if refused && !reported {
+			if _, inTable := librdkafkaProperty(n); inTable && code == "-2" && installed != librdkafkaVersion {
+				tooNew++
+				continue
+			}
+		}
+		if refused != reported {
+			t.Errorf("%s: librdkafka %s: %s %s; kdiag reports KD404: %v", n, installed, code, msg, reported)
+		}
+	}
+	t.Logf("%d names checked against librdkafka %s; %d are newer than it (kdiag's table is %s)", len(names), installed, tooNew, librdkafkaVersion)
 }

@@ -310,13 +310,17 @@ var kd404 = &Rule{
 	Rationale: "The Java producer ignores keys it does not define, logging only \"These configurations '[...]' " +
 		"were supplied but are not used yet.\" at INFO, so a misspelt key (connection.max.idle.ms for " +
 		"connections.max.idle.ms) silently leaves the setting at its default. librdkafka is strict: " +
-		"rd_kafka_conf_set fails with \"No such configuration property\" for a key it does not have, such as a " +
-		"Java-only key (buffer.memory, key.serializer, sasl.jaas.config) in a librdkafka file. Keys meant for " +
+		"rd_kafka_conf_set fails with \"No such configuration property\" for a key its property table does not " +
+		"have, such as a Java-only key (buffer.memory, key.serializer), a broker key or a plain typo (broker.list), " +
+		"and refuses callbacks and sasl.jaas.config / ssl.truststore.location with messages of its own: in a " +
+		"librdkafka file these are errors (warnings when plugin.library.paths names plugins, which see every name " +
+		"first). kdiag knows every name of that table, global, topic (also as topic.<name>), producer and consumer " +
+		"(librdkafka 2.15.0's src/rdkafka_conf.c). Keys meant for " +
 		"serializers and interceptors (schema.registry.*, basic.auth.*, ...) are not reported. kdiag suggests a " +
 		"catalog key within a small edit distance (Damerau-Levenshtein: 1 for short names, up to 3 for long ones).",
 	Remediation: "Fix the spelling (see the suggestion), or remove the key. For a librdkafka file, use the " +
 		"librdkafka property (e.g. linger.ms or queue.buffering.max.ms, not buffer.memory).",
-	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/config/AbstractConfig.java (logUnused: \"These configurations ... were supplied but are not used yet.\"); apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java (the config names); confluentinc/librdkafka CONFIGURATION.md (the property list) and src/rdkafka_conf.c (\"No such configuration property\")",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/config/AbstractConfig.java (logUnused: \"These configurations ... were supplied but are not used yet.\"); apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java (the config names); confluentinc/librdkafka src/rdkafka_conf.c (rd_kafka_properties[], rd_kafka_conf_set and rd_kafka_anyconf_set: \"No such configuration property\", the topic. prefix, _RK_C_PTR and _RK_C_INVALID entries)",
 	Check: func(p *Pass) {
 		v := p.view
 		for _, e := range p.Entries {
@@ -403,19 +407,47 @@ func checkSpringUnknown(p *Pass, e config.Entry) {
 	p.reportKey(e, 0, fmt.Sprintf("%s is not a Spring Boot Kafka producer setting: Spring ignores it", e.RawKey), "")
 }
 
+// checkLibUnknown reports a key of a librdkafka file that rd_kafka_conf_set
+// refuses: a name its property table does not have ("No such configuration
+// property"), a callback or internal property, and the Java names it
+// catches with its own message (sasl.jaas.config, ssl.truststore.location).
 func checkLibUnknown(p *Pass, e config.Entry) {
-	if isLibrdkafkaKnown(e.Key) || IsConsumerOnlyKey(e.Key) || (IsBrokerOnlyKey(e.Key) && !strings.HasPrefix(e.Key, "log")) {
-		return
+	if lp, ok := librdkafkaProperty(e.Key); ok {
+		switch lp.kind {
+		case "invalid":
+			p.reportKey(e, Error, fmt.Sprintf("%s is a Java client config that librdkafka refuses: rd_kafka_conf_set fails with %q",
+				name(e), lp.detail), libHint(e.Key))
+		case "callback":
+			p.reportKey(e, Error, fmt.Sprintf("%s is a callback librdkafka takes only from the application: rd_kafka_conf_set "+
+				"fails with \"Property \"%s\" must be set through dedicated .._set_..() function\"", name(e), lp.name),
+				"Remove it: the application sets it in code.")
+		case "internal":
+			p.reportKey(e, Error, fmt.Sprintf("%s is internal to librdkafka: rd_kafka_conf_set fails with \"Internal property \"%s\" not settable\"",
+				name(e), lp.name), "Remove it.")
+		}
+		return // a property librdkafka takes (KD405 reports a consumer one)
 	}
-	if _, ok := JavaSetting(e.Key); ok {
-		p.reportKey(e, Error, fmt.Sprintf("%s is a Java client config that librdkafka does not have: rd_kafka_conf_set "+
-			"fails with \"No such configuration property\"", name(e)), libHint(e.Key))
-		return
+	sev, unless := Error, ""
+	if _, ok := p.view.get("plugin.library.paths"); ok {
+		// rd_kafka_anyconf_set offers every name to the plugins'
+		// on_conf_set interceptors before its own table.
+		sev, unless = Warning, ", unless a plugin of plugin.library.paths defines it"
 	}
+	what, fix := "a librdkafka property", "Remove it: librdkafka has no such property."
+	switch _, java := JavaSetting(e.Key); {
+	case java:
+		what, fix = "a librdkafka property (it is a Java client config)", libHint(e.Key)
+	case IsBrokerOnlyKey(e.Key):
+		what, fix = "a librdkafka property (it is a broker setting)", "Remove it: it belongs in the broker's server.properties."
+	case IsConsumerOnlyKey(e.Key):
+		what = "a librdkafka property (it is a Java consumer config)"
+	}
+	msg := fmt.Sprintf("%s is not %s: rd_kafka_conf_set fails with \"No such configuration property\"%s", name(e), what, unless)
 	if sug := suggest(e.Key, libNames()); sug != "" {
-		p.reportKey(e, 0, fmt.Sprintf("%s is not a librdkafka property kdiag knows: did you mean %s?", name(e), sug),
-			fmt.Sprintf("Rename it to %s.", sug))
+		msg += fmt.Sprintf(" (did you mean %s?)", sug)
+		fix = fmt.Sprintf("Rename it to %s.", sug)
 	}
+	p.reportKey(e, sev, msg, fix)
 }
 
 func libHint(key string) string {
@@ -497,12 +529,9 @@ var javaNames = sync.OnceValue(func() *nameSet {
 
 var libNames = sync.OnceValue(func() *nameSet {
 	var out []string
-	for _, s := range LibrdkafkaSettings() {
-		out = append(out, s.Name)
-	}
-	for k, ok := range librdkafkaOtherProps {
-		if ok {
-			out = append(out, k)
+	for name := range libProps() {
+		if isLibrdkafkaKnown(name) {
+			out = append(out, name)
 		}
 	}
 	sort.Strings(out)
@@ -632,12 +661,25 @@ var kd405 = &Rule{
 	Category: "keys",
 	Rationale: "Consumer settings (group.id, auto.offset.reset, enable.auto.commit, fetch.*, max.poll.*, " +
 		"session.timeout.ms, isolation.level, key/value.deserializer, ...) mean nothing to a producer: the Java " +
-		"producer ignores them as unused, librdkafka warns that the consumer property is ignored by a producer. " +
+		"producer ignores them as unused, librdkafka logs \"Configuration property ... is a consumer property and " +
+		"will be ignored by this producer instance\" (for the consumer properties of its table; a consumer key it " +
+		"does not have is KD404's). " +
 		"Their presence usually means a consumer file is used for a producer, or a shared file mixes both, so " +
 		"that a setting the author believes applies does not.",
 	Remediation: "Move consumer settings to the consumer's configuration.",
-	Source:      "apache/kafka ConsumerConfig (keys not in ProducerConfig); confluentinc/librdkafka CONFIGURATION.md (C/P column)",
+	Source:      "apache/kafka ConsumerConfig (keys not in ProducerConfig); confluentinc/librdkafka src/rdkafka_conf.c (_RK_CONSUMER properties; rd_kafka_anyconf_warn_deprecated: \"is a consumer property and will be ignored by this producer instance\")",
 	Check: func(p *Pass) {
+		if p.view.dialect == config.Librdkafka {
+			// librdkafka's own table says which properties are the
+			// consumer's (a name it does not have is KD404's).
+			for _, e := range p.Entries {
+				if lp, ok := librdkafkaProperty(e.Key); ok && lp.cp == "C" && isLibrdkafkaKnown(e.Key) {
+					p.reportKey(e, 0, fmt.Sprintf("%s is a consumer setting: librdkafka logs \"Configuration property %s is a consumer "+
+						"property and will be ignored by this producer instance\"", name(e), lp.name), "")
+				}
+			}
+			return
+		}
 		for _, e := range p.Entries {
 			if e.Key != "" && IsConsumerOnlyKey(e.Key) && !knownToDialect(p.view, e.Key) && !frameworkKey(p.File, e) {
 				p.reportKey(e, 0, fmt.Sprintf("%s is a consumer setting: a producer ignores it", name(e)), "")
@@ -667,6 +709,8 @@ var kd406 = &Rule{
 		"(the producer's buffer is send.buffer.bytes, its request cap max.request.size).",
 	Remediation: "Move the setting to the broker's server.properties, or use the producer's equivalent named in the message.",
 	Source:      "apache/kafka broker configs (KafkaConfig, ServerLogConfigs, SocketServerConfigs) versus ProducerConfig",
+	// librdkafka refuses a broker key it does not have: KD404's.
+	Dialects: javaDialects,
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
 			if e.Key == "" || !IsBrokerOnlyKey(e.Key) || knownToDialect(p.view, e.Key) || frameworkKey(p.File, e) {

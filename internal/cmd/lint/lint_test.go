@@ -559,7 +559,7 @@ func TestSecretsCorpus(t *testing.T) {
 		"java.properties:6:1: warning KD404 ssl.truststore.pasword is not a producer config: did you mean ssl.truststore.password?",
 		"java.properties:8:18: error KD501 ssl.key.password holds a secret in clear (value hidden)",
 		"java.properties:10:18: error KD502 sasl.jaas.config: the password option holds a secret in clear (value hidden)",
-		"rdkafka.conf:5:1: warning KD404 sasl.pasword is not a librdkafka property kdiag knows: did you mean sasl.password?",
+		"rdkafka.conf:5:1: error KD404 sasl.pasword is not a librdkafka property: rd_kafka_conf_set fails with",
 		"application.yml:9:19: error KD502 spring.kafka.jaas.options.password: the password option of the JAAS login module Spring installs holds a secret in clear (value hidden)",
 	}
 	for _, format := range []string{"text", "json", "sarif"} {

@@ -15,6 +15,11 @@ import (
 //     client has (JavaOnlyKeys), so that a Java file with one librdkafka key
 //     stays a Java file, and that key is reported as the Java client's
 //     unknown key;
+//   - a key only the old Scala producer had (ScalaProducerOnlyKeys:
+//     producer.type, serializer.class, ...): Java, whose producer is what
+//     reads such a file today (Kafka's own tools since 2.0), though its
+//     other keys (metadata.broker.list, compression.codec) are librdkafka's
+//     names too: librdkafka took them from that producer;
 //   - otherwise Java.
 //
 // Detect never fails: what it cannot tell is Java, the common case.
@@ -52,6 +57,9 @@ func detectByKeys(es []Entry) Dialect {
 	for _, e := range es {
 		if strings.HasPrefix(e.Key, "spring.kafka.") {
 			return Spring
+		}
+		if scalaOnly[e.Key] {
+			return Java
 		}
 		if librdkafkaOnly[e.Key] {
 			rd++
@@ -161,6 +169,25 @@ var JavaOnlyKeys = []string{
 var javaOnly = func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range JavaOnlyKeys {
+		m[k] = true
+	}
+	return m
+}()
+
+// ScalaProducerOnlyKeys are keys of the old Scala producer
+// (kafka.producer.Producer of Kafka 0.7 to 1.1, removed in 2.0: its
+// ProducerConfig, SyncProducerConfig and AsyncProducerConfig) that neither
+// the Java producer nor librdkafka has: the sign of a file written for it,
+// such as apache/kafka's config/producer.properties before 0.10.
+var ScalaProducerOnlyKeys = []string{
+	"broker.list", "callback.handler", "compressed.topics", "event.handler", "key.serializer.class",
+	"max.message.size", "producer.type", "queue.enqueue.timeout.ms", "queue.size", "queue.time",
+	"reconnect.interval", "serializer.class", "zk.connect", "zk.read.num.retries",
+}
+
+var scalaOnly = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range ScalaProducerOnlyKeys {
 		m[k] = true
 	}
 	return m

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -384,5 +385,22 @@ func TestBinaryInputRefused(t *testing.T) {
 				t.Fatalf("ParseAll error %v, want a *BinaryError saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestDetectScalaProducer: apache/kafka's config/producer.properties of
+// 0.8.2.2, written for the Scala producer, is a Java client's file (the
+// Java producer is what reads it since 2.0), not librdkafka's, though
+// librdkafka has its metadata.broker.list and compression.codec (issue 30).
+func TestDetectScalaProducer(t *testing.T) {
+	data, err := os.ReadFile("testdata/kafka-0.8.2.2-producer.properties")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Detect("producer.properties", data); d != Java {
+		t.Errorf("Detect = %v, want java", d)
+	}
+	if d := Detect("p.properties", []byte("metadata.broker.list=a:9092\ncompression.codec=none\n")); d != Librdkafka {
+		t.Errorf("without a Scala-only key: Detect = %v, want librdkafka", d)
 	}
 }

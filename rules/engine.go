@@ -246,6 +246,9 @@ type fileView struct {
 	eff keyIndex
 	// repeated are the keys written more than once (KD409 looks at them).
 	repeated map[string]bool
+	// scala are the entries whose keys only the old Scala producer had
+	// (config.ScalaProducerOnlyKeys): the file was written for it (KD412).
+	scala []config.Entry
 	// placeholders says what became of each entry's placeholders, by its
 	// KeyPos; notes what a finding at a resolved entry's key or value
 	// adds to its message (where the value came from).
@@ -286,6 +289,13 @@ func newView(f *config.File, opts Options) *fileView {
 	ext := strings.ToLower(filepath.Ext(f.Path))
 	v.yaml = ext == ".yml" || ext == ".yaml"
 	v.eff, v.repeated = effective(f)
+	if v.dialect == config.Java && f.Source == "" {
+		for _, e := range f.Entries {
+			if slices.Contains(config.ScalaProducerOnlyKeys, e.Key) {
+				v.scala = append(v.scala, e)
+			}
+		}
+	}
 	return v
 }
 

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -339,6 +340,16 @@ var kd404 = &Rule{
 				continue // KD407, KD408 handle version availability
 			}
 			if IsConsumerOnlyKey(e.Key) || IsBrokerOnlyKey(e.Key) || hasAnyPrefix(e.Key, passThroughPrefixes) {
+				continue
+			}
+			if j, ok := scalaProducerKeys[e.Key]; ok && len(v.scala) > 0 {
+				msg := fmt.Sprintf("%s is a key of the old Scala producer (removed in Kafka 2.0): the Java producer ignores it", name(e))
+				fix := "Remove it: the Java producer has no such setting."
+				if j != "" {
+					msg += fmt.Sprintf(" (the Java config is %s)", j)
+					fix = fmt.Sprintf("Use %s.", j)
+				}
+				p.reportKey(e, 0, msg, fix)
 				continue
 			}
 			if j, ok := javaEquivalents[e.Key]; ok {
@@ -774,6 +785,65 @@ var kd407 = &Rule{
 				}
 			}
 		}
+	},
+}
+
+// scalaProducerKeys are the keys of the old Scala producer
+// (kafka.producer.ProducerConfig, SyncProducerConfig and
+// AsyncProducerConfig of Kafka 0.8.2, and 0.7's) that the Java producer does
+// not have, with the Java config that does the job ("" for none).
+var scalaProducerKeys = map[string]string{
+	"metadata.broker.list": "bootstrap.servers", "broker.list": "bootstrap.servers", "zk.connect": "bootstrap.servers",
+	"serializer.class": "value.serializer", "key.serializer.class": "key.serializer",
+	"compression.codec": "compression.type", "request.required.acks": "acks",
+	"message.send.max.retries": "retries", "queue.buffering.max.ms": "linger.ms", "queue.time": "linger.ms",
+	"queue.enqueue.timeout.ms": "max.block.ms", "topic.metadata.refresh.interval.ms": "metadata.max.age.ms",
+	"batch.num.messages": "batch.size, in bytes", "queue.buffering.max.messages": "buffer.memory, in bytes",
+	"queue.size": "buffer.memory, in bytes", "max.message.size": "max.request.size",
+	"producer.type": "", "compressed.topics": "", "reconnect.interval": "", "zk.read.num.retries": "",
+	"callback.handler": "", "callback.handler.props": "", "event.handler": "", "event.handler.props": "",
+}
+
+var kd412 = &Rule{
+	ID:       "KD412",
+	Title:    "file written for the old Scala producer (removed in Kafka 2.0)",
+	Severity: Warning,
+	Category: "keys",
+	Rationale: "Kafka before 0.10 shipped a config/producer.properties for its Scala producer (kafka.producer.Producer: " +
+		"metadata.broker.list, producer.type, serializer.class, compression.codec, request.required.acks). That " +
+		"producer was deprecated in 0.10 and removed in 2.0. Today the Java producer reads such a file (kafka-console-" +
+		"producer --producer.config, an application's copy of it) and ignores every key the Scala producer had and it " +
+		"has not, so the settings in it, bootstrap servers included, do not apply. Many of those names are " +
+		"librdkafka's too (librdkafka took them from that producer), but producer.type, serializer.class and the " +
+		"like are no client's now.",
+	Remediation: "Rewrite the file for the Java producer: bootstrap.servers for metadata.broker.list, value.serializer " +
+		"and key.serializer for serializer.class and key.serializer.class, compression.type for compression.codec, " +
+		"acks for request.required.acks, linger.ms for queue.buffering.max.ms, and drop producer.type (the Java " +
+		"producer is asynchronous; wait on send()'s Future to be synchronous).",
+	Source: "apache/kafka core/src/main/scala/kafka/producer/ProducerConfig.scala, SyncProducerConfig.scala and " +
+		"async/AsyncProducerConfig.scala (0.8.2; removed by KAFKA-6921 in 2.0) and config/producer.properties " +
+		"(0.8.2.2); apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java",
+	Dialects: []config.Dialect{config.Java},
+	Check: func(p *Pass) {
+		v := p.view
+		if len(v.scala) == 0 {
+			return
+		}
+		var signs []string
+		for _, e := range v.scala {
+			if !slices.Contains(signs, e.Key) {
+				signs = append(signs, e.Key)
+			}
+		}
+		ignored := 0
+		for _, e := range p.File.Entries {
+			if _, ok := scalaProducerKeys[e.Key]; ok {
+				ignored++
+			}
+		}
+		p.reportKey(v.scala[0], 0, fmt.Sprintf("this file configures the old Scala producer (kafka.producer.Producer, removed in "+
+			"Kafka 2.0; %s say so): the Java producer ignores its %d keys of that producer, so what they set is left at the "+
+			"Java defaults", strings.Join(signs, ", "), ignored), "")
 	},
 }
 

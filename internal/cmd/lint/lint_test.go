@@ -411,6 +411,26 @@ func TestSpringProfiles(t *testing.T) {
 	}
 }
 
+// TestScalaProducerFile: apache/kafka 0.8.2.2's config/producer.properties
+// is known as the old Scala producer's file and said so (KD412), its keys
+// named as that producer's, and it gets no librdkafka rule (issue 30: it was
+// detected as librdkafka and got KD104).
+func TestScalaProducerFile(t *testing.T) {
+	file := filepath.Join("..", "..", "..", "config", "testdata", "kafka-0.8.2.2-producer.properties")
+	_, out, errOut := run(t, "", nil, file)
+	for _, want := range []string{
+		":27:1: warning KD412 this file configures the old Scala producer (kafka.producer.Producer, removed in Kafka 2.0; producer.type, serializer.class say so): the Java producer ignores its 4 keys of that producer",
+		":21:1: warning KD404 metadata.broker.list is a key of the old Scala producer (removed in Kafka 2.0): the Java producer ignores it (the Java config is bootstrap.servers)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s%s", want, out, errOut)
+		}
+	}
+	if strings.Contains(out, "KD104") || strings.Contains(out, "librdkafka") {
+		t.Errorf("linted as librdkafka:\n%s", out)
+	}
+}
+
 func TestIgnore(t *testing.T) {
 	code, out, _ := run(t, "", func(o *LintOptions) { o.Ignore = []string{"kd308", ""} }, td("error.properties"))
 	if code != 0 || strings.Contains(out, "KD308") {

@@ -21,7 +21,8 @@ var kd410 = &Rule{
 		"parses that text (linger.ms=${env:LINGER_MS} without config.providers=env fails as \"not a number\", a " +
 		"bootstrap.servers variable as an invalid url). That is an error. Kafka clients do not resolve ${NAME} " +
 		"without a provider (that is Spring's syntax, or a template tool's), and nothing resolves template text such " +
-		"as <CLUSTER API SECRET>: both are warnings, since a tool may fill them in before the file is used. Such a " +
+		"as <CLUSTER API SECRET>, whole or as an option of sasl.jaas.config (password=\"<PASSWORD>\", which is no " +
+		"secret in clear): both are warnings, since a tool may fill them in before the file is used. Such a " +
 		"value is not checked otherwise.",
 	Remediation: "Declare the provider (config.providers=env with " +
 		"config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider; file with " +
@@ -32,8 +33,12 @@ var kd410 = &Rule{
 		"ConfigTransformer.java (DEFAULT_PATTERN, replace keeps an unresolved variable)",
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
-			if ph := p.view.placeholderOf(e); ph != nil && ph.kind == phLiteral {
+			ph := p.view.placeholderOf(e)
+			if ph != nil && ph.kind == phLiteral {
 				p.reportValue(e, ph.severity, fmt.Sprintf("%s: %s %s", name(e), writtenShown(e, ph), ph.literal), "")
+			}
+			if ph == nil && isJAASKey(e.Key) {
+				reportJAASTemplates(p, e)
 			}
 		}
 	},
@@ -94,4 +99,17 @@ func checkable(v *fileView, key string) bool {
 		return true
 	}
 	return len(s.Enum) > 0 || s.NonEmpty || s.HasMin || s.HasMax
+}
+
+// reportJAASTemplates reports the options of a JAAS configuration whose value
+// is template text (password="<PASSWORD>"): the login module gets the text
+// as the password. The value is not printed: it stands where a secret goes.
+func reportJAASTemplates(p *Pass, e config.Entry) {
+	_, opts, _ := parseJAAS(e.Value)
+	for _, o := range opts {
+		if templateRE().MatchString(strings.TrimSpace(o.value)) {
+			p.reportValue(e, Warning, fmt.Sprintf("%s: the %s option holds template text (<...>) that was never filled in: "+
+				"the login module uses the text as written", name(e), o.name), "")
+		}
+	}
 }

@@ -84,6 +84,9 @@ var kd502 = &Rule{
 		}
 		for _, e := range p.Entries {
 			if opt, ok := strings.CutPrefix(e.Key, "spring.kafka.jaas.options."); ok {
+				if p.view.placeholderOf(e) != nil {
+					continue // template text, a placeholder: KD410, KD411
+				}
 				val := strings.TrimSpace(e.Value)
 				if containsFold(jaasCredentialOptions, opt) && val != "" && !isReference(val) {
 					p.reportValue(e, 0, fmt.Sprintf("%s: the %s option of the JAAS login module Spring installs holds a secret in clear (value hidden)", e.RawKey, opt), "")
@@ -103,8 +106,8 @@ var kd502 = &Rule{
 				// StreamTokenizer treats both alike), a reference is not
 				// a secret in clear.
 				val := strings.TrimSpace(o.value)
-				if val == "" || isReference(val) {
-					continue
+				if val == "" || isReference(val) || templateRE().MatchString(val) {
+					continue // template text (<PASSWORD>) is KD410's
 				}
 				p.reportValue(e, 0, fmt.Sprintf("%s: the %s option holds a secret in clear (value hidden)", name(e), opt), "")
 			}

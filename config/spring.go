@@ -219,6 +219,32 @@ func ParseSpringYAML(name string, data []byte) (*File, error) {
 	return f, nil
 }
 
+// invalidUTF8At returns the offset of the first byte of data that is not
+// part of valid UTF-8, or -1. A UTF-16 input (with its byte order mark) is
+// left to the YAML reader, which decodes it.
+func invalidUTF8At(data []byte) int {
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// bytePos is the line and column (in runes, an invalid byte one) of the
+// byte at offset i.
+func bytePos(data []byte, i int) Pos {
+	before := data[:i]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return posAt(line, col)
+}
+
 var (
 	yamlLineRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 	unknownAnchorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown anchor '(.*)' referenced$`) })
@@ -231,6 +257,16 @@ func yamlErrorPos(err error, data []byte) (Pos, string) {
 	m := yamlLineRE().FindStringSubmatch(msg)
 	if m == nil {
 		msg = strings.TrimPrefix(msg, "yaml: ")
+		if strings.Contains(msg, "UTF-8") {
+			// yaml.v3 checks the encoding of the whole input first
+			// and says only "invalid leading UTF-8 octet", with no
+			// line: say where the byte is. SnakeYAML's UnicodeReader
+			// refuses it too (MalformedInputException): Spring Boot
+			// does not start.
+			if i := invalidUTF8At(data); i >= 0 {
+				return bytePos(data, i), fmt.Sprintf("invalid UTF-8 (byte 0x%02x): a YAML file must be UTF-8, and YAML readers (Spring Boot's SnakeYAML too) refuse it", data[i])
+			}
+		}
 		// "unknown anchor 'a' referenced" has no line: find the *a.
 		if a := unknownAnchorRE().FindStringSubmatch(msg); a != nil {
 			if i := bytes.Index(data, []byte("*"+a[1])); i >= 0 {

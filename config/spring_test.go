@@ -419,3 +419,22 @@ func TestJavaOnlyKeysMatchReference(t *testing.T) {
 		t.Errorf("JavaOnlyKeys vs the reference tables (-want +got):\n%s", diff)
 	}
 }
+
+// TestYAMLInvalidUTF8Position: a byte that is not UTF-8 is reported where
+// it is (issue 30: at 1:1 when it was on line 4), in a Spring file, a
+// ConfigMap and a compose file alike.
+func TestYAMLInvalidUTF8Position(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"application.yml", "spring:\n  kafka:\n    producer:\n      acks: \"\xff\"\n", "application.yml:4:14: invalid UTF-8 (byte 0xff)"},
+		{"cm.yaml", "kind: ConfigMap\ndata:\n  p.properties: |\n    acks=caf\xe9\n", "cm.yaml:4:13: invalid UTF-8 (byte 0xe9)"},
+		{"docker-compose.yml", "services:\n  c:\n    image: x\n    environment:\n      CONNECT_X: \"é\xc3\"\n", "docker-compose.yml:5:20: invalid UTF-8 (byte 0xc3)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseAll(tt.name, tt.in, Unknown)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -144,3 +144,19 @@ func TestNoConfigurationFound(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestParseErrorNamedOnce: a parser's error that says path:line:col is
+// printed once with its position, not after the path again; invalid UTF-8
+// in a YAML file at the line of the byte (issue 30: 1:1 when it was on line
+// 4).
+func TestParseErrorNamedOnce(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "application.yml")
+	if err := os.WriteFile(bad, []byte("spring:\n  kafka:\n    producer:\n      acks: \"\xff\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "", nil, bad)
+	want := "kdiag: lint: " + bad + ":4:14: invalid UTF-8 (byte 0xff)"
+	if code != cmdutil.ExitUsage || !strings.HasPrefix(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, errOut, want)
+	}
+}

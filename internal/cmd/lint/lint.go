@@ -231,8 +231,14 @@ func runLint(opts *LintOptions) error {
 		walked = map[string]bool{}
 	)
 	report := func(path string, err error) {
-		problems = append(problems, output.Problem{Path: path, Message: cause(err).Error()})
-		fmt.Fprintf(opts.IO.ErrOut, "kdiag: lint: %s: %s\n", output.Printable(path), output.Printable(cause(err).Error()))
+		msg := cause(err).Error()
+		problems = append(problems, output.Problem{Path: path, Message: msg})
+		if !strings.HasPrefix(msg, path+":") {
+			// A parser's error that says path:line:col itself is
+			// printed as it is, not after the path again.
+			msg = path + ": " + msg
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "kdiag: lint: %s\n", output.Printable(msg))
 	}
 	note := func(path, msg string) {
 		fmt.Fprintf(opts.IO.ErrOut, "kdiag: lint: %s: %s\n", output.Printable(path), msg)

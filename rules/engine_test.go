@@ -211,7 +211,8 @@ func TestParseLibBootstrap(t *testing.T) {
 		{"b1", []string{"b1:9092"}},
 		{"b1:9093, b2", []string{"b1:9093", "b2:9092"}},
 		{"ssl://b1:9094", []string{"b1:9094"}},
-		{"[::1]:9093,[fe80::1]", []string{"::1:9093", "fe80::1:9092"}},
+		{"[::1]:9093,[fe80::1%eth0]", []string{"::1:9093", "fe80::1%eth0:9092"}},
+		{"[fe80::1]:9093", []string{"bad"}}, // no interface: connect() fails with EINVAL
 		{"::1:9093", []string{"bad"}},
 		{"b1:0", []string{"bad"}},
 		{"b1:x", []string{"bad"}},

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -63,9 +64,33 @@ func parseJavaBootstrap(val string) []bootstrapEntry {
 			be.bad = "port 0 in bootstrap.servers: " + s + " (the client accepts it, but no connection to port 0 succeeds)"
 		}
 		be.port = port
+		if be.bad == "" && linkLocalNoZone(be.host) {
+			be.bad = linkLocalText(s)
+		}
 		out = append(out, be)
 	}
 	return out
+}
+
+// linkLocalNoZone reports a link-local IPv6 address written without its
+// zone (fe80::1, not fe80::1%eth0): on Linux connect(2) refuses it with
+// EINVAL, as the address means nothing without the interface (the Java
+// client, JDK 17, fails with "java.net.SocketException: Invalid argument").
+func linkLocalNoZone(host string) bool {
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Is6() && a.IsLinkLocalUnicast() && a.Zone() == ""
+}
+
+func linkLocalText(entry string) string {
+	return "link-local IPv6 address without an interface in bootstrap.servers: " + entry +
+		" (the client takes it, but connect() fails with \"Invalid argument\": name the interface, as in [fe80::1%eth0]:9092)"
+}
+
+// isLinkLocal reports a link-local address (fe80::/10, 169.254.0.0/16):
+// a host on this host's own link, not a remote one.
+func isLinkLocal(host string) bool {
+	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && a.IsLinkLocalUnicast()
 }
 
 var libHostRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9A-Za-z\-._%]+$`) })
@@ -107,8 +132,10 @@ func parseLibBootstrap(val string) []bootstrapEntry {
 			hostPart, portPart = rest[:i], rest[i+1:]
 		}
 		be.host = hostPart
-		if hostPart == "" || (!libHostRE().MatchString(hostPart) && net.ParseIP(hostPart) == nil) {
+		if _, err := netip.ParseAddr(hostPart); hostPart == "" || (!libHostRE().MatchString(hostPart) && err != nil) {
 			be.bad = "invalid host in broker list: " + s
+		} else if linkLocalNoZone(hostPart) {
+			be.bad = strings.Replace(linkLocalText(s), "bootstrap.servers", "the broker list", 1)
 		} else if portPart != "" || strings.HasSuffix(rest, ":") {
 			p, err := strconv.Atoi(portPart)
 			if err != nil || p < 1 || p > 65535 {
@@ -192,7 +219,9 @@ var kd202 = &Rule{
 		"and throws ConfigException \"Invalid url in bootstrap.servers\" or \"Invalid port in bootstrap.servers\" " +
 		"when one does not parse, so the producer does not start. Entries are separated by commas only: " +
 		"\"a:9092 b:9092\" is one invalid entry. librdkafka takes host or host:port (the port defaults to " +
-		"9092) and fails to add a broker whose address does not parse.",
+		"9092) and fails to add a broker whose address does not parse. Two entries parse but never connect: " +
+		"port 0, and a link-local IPv6 address without its interface ([fe80::1]:9092, where connect() fails with " +
+		"EINVAL, \"Invalid argument\"; [fe80::1%eth0]:9092 names the interface).",
 	Remediation: "Write each broker as host:port (IPv6 as [addr]:port), separated by commas.",
 	Source: "apache/kafka ClientUtils.parseAndValidateAddresses and Utils.HOST_PORT_PATTERN/getHost/getPort; " +
 		"confluentinc/librdkafka CONFIGURATION.md metadata.broker.list (\"CSV list of broker host or host:port\")",
@@ -307,7 +336,8 @@ var kd206 = &Rule{
 	Rationale: "A loopback address (localhost, 127.0.0.0/8, ::1) next to remote brokers is almost always a " +
 		"leftover from local testing. Depending on which entry the client picks first, producers either " +
 		"bootstrap from a broker on their own host (another cluster, or nothing) or waste their first attempts " +
-		"on a dead address.",
+		"on a dead address. A link-local address (fe80::/10, 169.254.0.0/16) is on the host's own link, not a " +
+		"remote host, and does not count as one.",
 	Remediation: "Remove the loopback entries from a configuration meant for a remote cluster (or the remote ones " +
 		"from a local one).",
 	Source: "apache/kafka ClientUtils.parseAndValidateAddresses (every entry is resolved and used)",
@@ -321,9 +351,13 @@ var kd206 = &Rule{
 			if be.bad != "" || be.host == "" {
 				continue
 			}
-			if isLoopback(be.host) {
+			switch {
+			case isLoopback(be.host):
 				local = append(local, be.text)
-			} else {
+			case isLinkLocal(be.host):
+				// On this host's own link: neither the loopback
+				// leftover nor a remote broker this rule is about.
+			default:
 				remote = append(remote, be.text)
 			}
 		}

@@ -12,7 +12,7 @@ var ruleExamples = map[string]Example{
 	"KD106": {File: "bad-high.properties", Text: "bootstrap.servers=b1:9092,b2:9092\nmetadata.max.age.ms=7200000  # want KD106\n"},
 	"KD107": {File: "rdkafka-bad-default-max.properties", Text: "bootstrap.servers=b1:9092,b2:9092\nconnections.max.idle.ms=540000\nreconnect.backoff.ms=20000  # want KD107\n"},
 	"KD201": {File: "bad-empty.properties", Text: "acks=all\nbootstrap.servers=  # want KD201\n"},
-	"KD202": {File: "bad-no-port.properties", Text: "bootstrap.servers=b1:9092,b2  # want KD202\n"},
+	"KD202": {File: "bad-link-local.properties", Text: "# fe80::1 without its interface: connect() fails with \"Invalid argument\".\nbootstrap.servers=[::1]:9092,[fe80::1]:9093  # want KD202\n"},
 	"KD203": {File: "bad.properties", Text: "bootstrap.servers=b1:9092  # want KD203\n"},
 	"KD204": {File: "bad.properties", Text: "bootstrap.servers=b1:9092,b2:9092,b1:9092  # want KD204\n"},
 	"KD205": {File: "bad.properties", Text: "bootstrap.servers=b1:9092,b2:9092,b3:9092,b4:9092,b5:9092  # want KD205\n"},

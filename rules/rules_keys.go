@@ -243,6 +243,15 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 					if s, ok := LibrdkafkaSetting(e.Key); ok {
 						vps = checkLibValue(e, s)
 					}
+				} else if s, ok := kdiagSettings[e.Key]; ok {
+					if vp := checkJavaValue(e, s, false); vp != nil {
+						if m := strings.Replace(vp.Msg, "the Java client", "kdiag produce", 1); m != vp.Msg {
+							vp.Msg = m
+						} else {
+							vp.Msg += " (kdiag produce's own key)"
+						}
+						vps = []*ValueError{vp}
+					}
 				} else if s, ok := JavaSetting(e.Key); ok && s.AvailableIn(v.version) {
 					if vp := checkJavaValue(e, s, v.dialect == config.Spring); vp != nil {
 						vps = []*ValueError{vp}
@@ -316,7 +325,8 @@ var kd404 = &Rule{
 		"and refuses callbacks and sasl.jaas.config / ssl.truststore.location with messages of its own: in a " +
 		"librdkafka file these are errors (warnings when plugin.library.paths names plugins, which see every name " +
 		"first). kdiag knows every name of that table, global, topic (also as topic.<name>), producer and consumer " +
-		"(librdkafka 2.15.0's src/rdkafka_conf.c). Keys meant for " +
+		"(librdkafka 2.15.0's src/rdkafka_conf.c). kdiag produce's own keys (kdiag.reader, kdiag.callback.delay.ms) " +
+		"are known, and their values checked as kdiag produce checks them. Keys meant for " +
 		"serializers and interceptors (schema.registry.*, basic.auth.*, ...) are not reported. kdiag suggests a " +
 		"catalog key within a small edit distance (Damerau-Levenshtein: 1 for short names, up to 3 for long ones).",
 	Remediation: "Fix the spelling (see the suggestion), or remove the key. For a librdkafka file, use the " +
@@ -338,6 +348,21 @@ var kd404 = &Rule{
 			}
 			if _, ok := JavaSetting(e.Key); ok {
 				continue // KD407, KD408 handle version availability
+			}
+			if isKdiagKey(e.Key) {
+				// kdiag produce's own keys (producer/config.go), set
+				// beside the Java client's in its configuration.
+				if _, ok := kdiagSettings[e.Key]; ok {
+					continue
+				}
+				msg := fmt.Sprintf("%s is not a key of kdiag produce (it reads %s)", name(e), strings.Join(KdiagKeys(), ", "))
+				fix := "Remove it, or use one of the keys the message lists."
+				if sug := suggest(e.Key, kdiagNames()); sug != "" {
+					msg = fmt.Sprintf("%s is not a key of kdiag produce: did you mean %s?", name(e), sug)
+					fix = fmt.Sprintf("Rename it to %s.", sug)
+				}
+				p.reportKey(e, 0, msg, fix)
+				continue
 			}
 			if IsConsumerOnlyKey(e.Key) || IsBrokerOnlyKey(e.Key) || hasAnyPrefix(e.Key, passThroughPrefixes) {
 				continue

@@ -232,8 +232,16 @@ func candidates(args []string, env map[string]string) []candidate {
 			}
 			continue
 		}
+		if loggingConfigKeys[k] {
+			// The logging framework's file (log4j.properties): no
+			// producer configuration is in it.
+			continue
+		}
 		switch {
 		case hasEq && isConfigName(val) && !strings.Contains(val, ","):
+			// A file: URL names an absolute path (file:/etc/app/x, or
+			// file:///etc/app/x), not a name relative to the cwd.
+			val = fileURLPath(val)
 			out = append(out, candidate{val, "named on the command line (" + key + "=)"})
 		case !hasEq && isConfigName(a) && !strings.HasPrefix(a, "-"):
 			out = append(out, candidate{a, "named on the command line"})
@@ -248,6 +256,31 @@ func candidates(args []string, env map[string]string) []candidate {
 		}
 	}
 	return out
+}
+
+// loggingConfigKeys are the system properties that name a logging
+// framework's configuration (log4j 1 and 2, logback, java.util.logging).
+var loggingConfigKeys = map[string]bool{
+	"log4j.configuration": true, "log4j.configurationFile": true, "log4j2.configurationFile": true,
+	"logback.configurationFile": true, "java.util.logging.config.file": true,
+}
+
+// fileURLPath turns a file: URL (file:/etc/x, file:///etc/x, as
+// -Dlog4j.configuration and Spring locations write them) into its path;
+// anything else is returned as it is.
+func fileURLPath(s string) string {
+	p, ok := strings.CutPrefix(s, "file:")
+	if !ok {
+		return s
+	}
+	if rest, ok := strings.CutPrefix(p, "//"); ok {
+		// file://host/path: only an empty host (or localhost) is local.
+		rest = strings.TrimPrefix(rest, "localhost")
+		if strings.HasPrefix(rest, "/") {
+			return rest
+		}
+	}
+	return p
 }
 
 // activeProfiles returns Spring's active profiles: spring.profiles.active

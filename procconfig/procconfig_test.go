@@ -120,3 +120,21 @@ func TestFindLogBlock(t *testing.T) {
 		t.Errorf("environment not with the source: %v", s.Env["KAFKA_LINGER"])
 	}
 }
+
+// TestCandidatesFileURL: -Dlog4j.configuration=file:/etc/app/log4j.properties
+// names the logging framework's file, no producer configuration, and is not
+// taken (issue 27: it was read as "file:/etc/app/log4j.properties" under the
+// process's cwd); a file: URL elsewhere names an absolute path.
+func TestCandidatesFileURL(t *testing.T) {
+	args := []string{"java", "-Dlog4j.configuration=file:/etc/app/log4j.properties",
+		"-Dlog4j2.configurationFile=/etc/app/log4j2.yaml", "--producer.config=file:///etc/app/producer.properties",
+		"--other=file:/srv/kafka.conf", "-jar", "app.jar"}
+	var got []string
+	for _, c := range candidates(args, nil) {
+		got = append(got, c.path)
+	}
+	want := []string{"/etc/app/producer.properties", "/srv/kafka.conf"}
+	if !slices.Equal(got, want) {
+		t.Errorf("candidates %q, want %q", got, want)
+	}
+}

@@ -301,7 +301,13 @@ func TestParseVersion(t *testing.T) {
 		{"3.8", Version{}, true},
 		{"3.7.1", Version{}, true},
 		{"4.2", Version{}, true},
-		{"2.8", Version{}, true},
+		{"1.1", Version{}, true},
+		{"2.9", Version{}, true},
+		// 2.0 to 2.8, from each release's source (issue 27).
+		{"2.1", Version{2, 1}, false},
+		{"2.1.1", Version{2, 1}, false},
+		{"2.8", Version{2, 8}, false},
+		{"2.0", Version{2, 0}, false},
 		{"3.x", Version{}, true},
 		{"four", Version{}, true},
 		{"4.one", Version{}, true},
@@ -316,10 +322,10 @@ func TestParseVersion(t *testing.T) {
 			t.Errorf("ParseVersion(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
-	if err := (Options{KafkaVersion: "2.0"}).Validate(); err == nil {
-		t.Error("Options{2.0}.Validate() = nil")
+	if err := (Options{KafkaVersion: "1.1"}).Validate(); err == nil {
+		t.Error("Options{1.1}.Validate() = nil")
 	}
-	if _, err := ParseVersion("3.8"); err == nil || !strings.Contains(err.Error(), "3.9, 4.0, 4.1") {
+	if _, err := ParseVersion("3.8"); err == nil || !strings.Contains(err.Error(), "2.0 to 2.8, 3.9, 4.0 and 4.1") {
 		t.Errorf("ParseVersion(3.8) error %v, want the list of versions", err)
 	}
 	if err := DefaultOptions().Validate(); err != nil {

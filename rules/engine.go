@@ -410,7 +410,7 @@ func (v *fileView) javaValue(key string) (val string, e config.Entry, set, ok bo
 		// What Kafka Connect or Streams sets before the user's settings.
 		return d, config.Entry{}, false, true
 	}
-	s, found := JavaSetting(key)
+	s, found := javaSettingAt(key, v.version)
 	if !found {
 		return "", config.Entry{}, false, false
 	}
@@ -600,6 +600,5 @@ func frameworkKey(f *config.File, e config.Entry) bool {
 	if f.Source != config.SourceStreams || strings.HasPrefix(e.RawKey, "producer.") {
 		return false
 	}
-	_, ok := JavaSetting(e.Key)
-	return !ok
+	return !knownJavaKey(e.Key)
 }

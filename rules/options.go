@@ -26,10 +26,16 @@ func DefaultOptions() Options {
 }
 
 // KnownVersions are the Java client releases whose configs the catalog
-// describes (default_3.9 and default_4.x_trunk of
+// describes: 2.0 to 2.8 (upstream/java-producer-2.*.tsv, from each
+// release's source), 3.9 and 4.x (default_3.9 and default_4.x_trunk of
 // java-producer-configs.tsv, with 4.0 and 4.1 told apart by their "new in"
 // statuses): --kafka-version takes these, with a patch number or not.
-var KnownVersions = []string{"3.9", "4.0", "4.1"}
+var KnownVersions = append(append([]string(nil), java2Versions...), "3.9", "4.0", "4.1")
+
+// knownVersionsText lists KnownVersions for messages, 2.x as a range.
+func knownVersionsText() string {
+	return fmt.Sprintf("%s to %s, 3.9, 4.0 and 4.1", java2Versions[0], java2Versions[len(java2Versions)-1])
+}
 
 // Version is a Kafka release, major.minor.
 type Version struct{ Major, Minor int }
@@ -41,11 +47,12 @@ func (v Version) AtLeast(major, minor int) bool {
 
 func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
-// ParseVersion reads a --kafka-version value: "3.9", "4.0", "4.1", "4.x"
-// (the newest 4 release kdiag knows, 4.1), "4" (4.0), or a patch release such
-// as "3.9.1". Other releases (3.8 and before, 4.2 and after) are refused
-// with the list of KnownVersions: their defaults and checks are not in the
-// catalog, and a silent fallback would check the wrong client.
+// ParseVersion reads a --kafka-version value: "2.1" (2.0 to 2.8), "3.9",
+// "4.0", "4.1", "4.x" (the newest 4 release kdiag knows, 4.1), "4" (4.0), or
+// a patch release such as "2.1.1" or "3.9.1". Other releases (1.x, 3.0 to
+// 3.8, 4.2 and after) are refused with the list of KnownVersions: their
+// defaults and checks are not in the catalog, and a silent fallback would
+// check the wrong client.
 func ParseVersion(s string) (Version, error) {
 	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
 	if s == "" {
@@ -76,7 +83,18 @@ func ParseVersion(s string) (Version, error) {
 		}
 	}
 	return Version{}, fmt.Errorf("kafka version %q: kdiag's catalog describes the Java client %s (4.x is %s); other versions have other defaults and checks: give the nearest of these",
-		s, strings.Join(KnownVersions, ", "), DefaultKafkaVersion)
+		s, knownVersionsText(), DefaultKafkaVersion)
+}
+
+// parseMajorMinor reads "major.minor" with no check against KnownVersions.
+func parseMajorMinor(s string) (Version, error) {
+	maj, min, ok := strings.Cut(s, ".")
+	a, err1 := strconv.Atoi(maj)
+	b, err2 := strconv.Atoi(min)
+	if !ok || err1 != nil || err2 != nil {
+		return Version{}, fmt.Errorf("kafka version %q: want major.minor", s)
+	}
+	return Version{a, b}, nil
 }
 
 // Validate checks the options a command was given.

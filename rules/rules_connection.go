@@ -22,7 +22,7 @@ func (v *fileView) javaInt(key string) (n int64, e config.Entry, set, ok bool) {
 		return 0, e, set, false
 	}
 	bits := 64
-	if s, found := JavaSetting(key); found && intBits(s.Type) > 0 {
+	if s, found := javaSettingAt(key, v.version); found && intBits(s.Type) > 0 {
 		bits = intBits(s.Type)
 	}
 	n, err := parseJavaInt(val, bits)

@@ -252,7 +252,7 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 						}
 						vps = []*ValueError{vp}
 					}
-				} else if s, ok := JavaSetting(e.Key); ok && s.AvailableIn(v.version) {
+				} else if s, ok := javaSettingAt(e.Key, v.version); ok {
 					if vp := checkJavaValue(e, s, v.dialect == config.Spring); vp != nil {
 						vps = []*ValueError{vp}
 					}
@@ -346,7 +346,7 @@ var kd404 = &Rule{
 				checkSpringUnknown(p, e)
 				continue
 			}
-			if _, ok := JavaSetting(e.Key); ok {
+			if knownJavaKey(e.Key) {
 				continue // KD407, KD408 handle version availability
 			}
 			if isKdiagKey(e.Key) {
@@ -729,8 +729,7 @@ func knownToDialect(v *fileView, key string) bool {
 	if v.dialect == config.Librdkafka {
 		return isLibrdkafkaKnown(key)
 	}
-	_, ok := JavaSetting(key)
-	return ok
+	return knownJavaKey(key)
 }
 
 var kd406 = &Rule{
@@ -796,17 +795,24 @@ var kd407 = &Rule{
 		is4 := v.version.AtLeast(4, 0)
 		for _, e := range p.Entries {
 			if s, ok := JavaSetting(e.Key); ok && s.RemovedIn != "" {
-				if is4 {
+				_, here := javaSettingAt(e.Key, v.version)
+				switch {
+				case is4:
 					p.reportKey(e, Warning, fmt.Sprintf("%s was removed in Kafka %s: the producer ignores it", name(e), s.RemovedIn), "")
-				} else {
+				case here:
 					p.reportKey(e, Info, fmt.Sprintf("%s is deprecated and removed in Kafka %s", name(e), s.RemovedIn), "")
 				}
+				// Not in this older release at all: KD408's.
 			}
 			if e.Key == "partitioner.class" && containsString(removedPartitioners, strings.TrimSpace(e.Value)) {
-				if is4 {
-					p.reportValue(e, Error, fmt.Sprintf("%s: %s was removed in Kafka 4.0: the producer fails to start", name(e), shortClass(strings.TrimSpace(e.Value))), "")
-				} else {
-					p.reportValue(e, Info, fmt.Sprintf("%s: %s is deprecated and removed in Kafka 4.0", name(e), shortClass(strings.TrimSpace(e.Value))), "")
+				class := shortClass(strings.TrimSpace(e.Value))
+				switch {
+				case is4:
+					p.reportValue(e, Error, fmt.Sprintf("%s: %s was removed in Kafka 4.0: the producer fails to start", name(e), class), "")
+				case v.version.AtLeast(3, 3):
+					p.reportValue(e, Info, fmt.Sprintf("%s: %s is deprecated and removed in Kafka 4.0", name(e), class), "")
+				default:
+					p.reportValue(e, Info, fmt.Sprintf("%s: %s is removed in Kafka 4.0 (deprecated from 3.3)", name(e), class), "")
 				}
 			}
 		}
@@ -884,23 +890,35 @@ var kd408 = &Rule{
 		"older client ignores them as unknown, so the behaviour they promise does not happen. The version " +
 		"comes from --kafka-version (default 4.1).",
 	Remediation: "Upgrade the client, or remove the key; check --kafka-version matches the client you run.",
-	Source:      "apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java on branch 3.9 and trunk (the keys each defines: metadata.recovery.rebootstrap.trigger.ms and the sasl.oauthbearer.assertion.* configs are absent from 3.9)",
+	Source:      "apache/kafka clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java at the tags 2.0.1 to 2.8.2, on branch 3.9 and trunk (the keys each defines: metadata.recovery.rebootstrap.trigger.ms and the sasl.oauthbearer.assertion.* configs are absent from 3.9, socket.connection.setup.timeout.ms from 2.6 and before)",
 	Dialects:    javaDialects,
 	Check: func(p *Pass) {
 		if p.File.Source == config.SourceLog {
 			return // a logged config has only keys its client defines
 		}
+		ver := p.view.version
 		for _, e := range p.Entries {
-			s, ok := JavaSetting(e.Key)
-			if !ok || s.AddedIn == "" || s.AvailableIn(p.view.version) || e.Key == "config.providers" {
+			if e.Key == "config.providers" || !knownJavaKey(e.Key) {
 				// config.providers became a ProducerConfig key in 4.0,
 				// but AbstractConfig has resolved config providers for
-				// every client config since 2.x (3.9
+				// every client config since 2.0 (KIP-297; 3.9
 				// AbstractConfig.resolveConfigVariables): an older
 				// producer uses it too, though it logs it as unused.
 				continue
 			}
-			p.reportKey(e, 0, fmt.Sprintf("%s exists from Kafka %s on: a %s producer ignores it", name(e), s.AddedIn, p.view.version), "")
+			if _, ok := javaSettingAt(e.Key, ver); ok {
+				continue
+			}
+			if s, ok := JavaSetting(e.Key); ok && s.RemovedIn != "" && !s.AvailableIn(ver) && ver.AtLeast(4, 0) {
+				continue // removed in 4.0: KD407's
+			}
+			first := javaKeyHistory(e.Key)
+			if fv, err := parseMajorMinor(first); err == nil && !fv.AtLeast(ver.Major, ver.Minor) {
+				// An older release had it: a 2.x key gone since.
+				p.reportKey(e, 0, fmt.Sprintf("%s is not a config of the Kafka %s producer (Kafka %s had it): it ignores it", name(e), ver, first), "")
+				continue
+			}
+			p.reportKey(e, 0, fmt.Sprintf("%s exists from Kafka %s on: a %s producer ignores it", name(e), first, ver), "")
 		}
 	},
 }

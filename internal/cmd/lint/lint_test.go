@@ -99,8 +99,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad format", func(o *LintOptions) { o.Format = "xml" }, []string{good}, `unknown output format "xml"`},
 		{"bad dialect", func(o *LintOptions) { o.Dialect = "python" }, []string{good}, "--dialect"},
 		{"bad fail-on", func(o *LintOptions) { o.FailOn = "fatal" }, []string{good}, `--fail-on "fatal"`},
-		{"bad kafka version", func(o *LintOptions) { o.KafkaVersion = "2.8" }, []string{good}, "--kafka-version"},
-		{"kafka version the catalog lacks", func(o *LintOptions) { o.KafkaVersion = "3.8" }, []string{good}, "describes the Java client 3.9, 4.0, 4.1"},
+		{"bad kafka version", func(o *LintOptions) { o.KafkaVersion = "1.1" }, []string{good}, "--kafka-version"},
+		{"kafka version the catalog lacks", func(o *LintOptions) { o.KafkaVersion = "3.8" }, []string{good}, "describes the Java client 2.0 to 2.8, 3.9, 4.0 and 4.1"},
 		{"missing env file", func(o *LintOptions) { o.EnvFile = td("nope.env") }, []string{good}, "--env " + td("nope.env") + ": no such file"},
 		{"both broker flags", func(o *LintOptions) {
 			o.BrokerConfig, o.BrokerIdleSet, o.BrokerIdleMS = td("server.properties"), true, 1000
@@ -428,6 +428,20 @@ func TestScalaProducerFile(t *testing.T) {
 	}
 	if strings.Contains(out, "KD104") || strings.Contains(out, "librdkafka") {
 		t.Errorf("linted as librdkafka:\n%s", out)
+	}
+}
+
+// TestKafkaVersion21: --kafka-version 2.1 checks with the 2.1 producer's own
+// configs (issue 27: 2.x was refused, and doctor linted a 2.1.1 client with
+// 3.9's catalog, calling client.dns.lookup=default an error).
+func TestKafkaVersion21(t *testing.T) {
+	_, out, errOut := run(t, "client.dns.lookup=default\nbootstrap.servers=a:9092,b:9092\n", func(o *LintOptions) { o.KafkaVersion = "2.1.1" }, "-")
+	if out != "no findings in 1 file\n" || errOut != "" {
+		t.Errorf("2.1: stdout %q, stderr %q", out, errOut)
+	}
+	_, out, _ = run(t, "client.dns.lookup=default\nbootstrap.servers=a:9092,b:9092\n", func(o *LintOptions) { o.KafkaVersion = "3.9" }, "-")
+	if !strings.Contains(out, "KD403") {
+		t.Errorf("3.9 takes client.dns.lookup=default:\n%s", out)
 	}
 }
 

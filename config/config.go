@@ -101,6 +101,10 @@ type Problem struct {
 	// configuration is read right, but something about the report is
 	// less than exact (positions only at a value's start).
 	Note bool `json:"note,omitempty"`
+	// Warning says the client reads the file without complaint, but
+	// the text looks like a mistake (a line continuation at the end of
+	// the file, which java.util.Properties drops).
+	Warning bool `json:"warning,omitempty"`
 }
 
 // File is a parsed configuration file.

@@ -220,8 +220,10 @@ func (pr *propReader) readLine() (propLine, bool) {
 	precedingBackslash := false
 	started := false
 	contAtEOF := func() {
-		pr.f.Problems = append(pr.f.Problems, Problem{Pos: ln.pos[len(ln.pos)-1],
-			Msg: "line continuation (\\) at end of file: the file may be truncated"})
+		// Java's LineReader drops the backslash and reads the line
+		// as if it were not there: no error, but a cut file ends so.
+		pr.f.Problems = append(pr.f.Problems, Problem{Pos: ln.pos[len(ln.pos)-1], Warning: true,
+			Msg: "line continuation (\\) at end of file: java.util.Properties drops it and reads the line without it; the file may be truncated"})
 		ln.text, ln.pos, ln.off = ln.text[:len(ln.text)-1], ln.pos[:len(ln.pos)-1], ln.off[:len(ln.off)-1]
 	}
 	finish := func() propLine {

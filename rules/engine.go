@@ -368,6 +368,25 @@ func (v *fileView) get(key string) (config.Entry, bool) {
 	return v.f.Entries[i], true
 }
 
+// shadowed reports whether another entry of e's key takes effect instead
+// of e (a later line, a higher Spring rank) in every configuration the file
+// makes: the client never reads e's value, so no value rule judges it
+// (KD409 reports the dead line). In a Spring file with profile documents an
+// entry of another document may be the one in force in some profile, so
+// only a shadow in e's own document counts there. librdkafka has no dead
+// lines: each rd_kafka_conf_set checks its value, so the first bad one
+// fails.
+func (v *fileView) shadowed(e config.Entry) bool {
+	if v.dialect == config.Librdkafka || !v.repeated[e.Key] {
+		return false
+	}
+	w, ok := v.get(e.Key)
+	if !ok || w.KeyPos == e.KeyPos {
+		return false
+	}
+	return len(v.f.DocProfiles) == 0 || w.Doc == e.Doc
+}
+
 // getAny returns the effective entry among several names of one property
 // (librdkafka aliases): the one written last wins, as each rd_kafka_conf_set
 // overwrites the same property.
@@ -400,6 +419,10 @@ func (v *fileView) duplicates() map[string][]config.Entry {
 // written, or else the catalog default for the selected version. set says
 // whether the file sets it; ok is false when there is neither.
 func (v *fileView) javaValue(key string) (val string, e config.Entry, set, ok bool) {
+	if _, here := javaSettingAt(key, v.version); !here && knownJavaKey(key) {
+		// A key of another release: this one ignores it (KD408).
+		return "", config.Entry{}, false, false
+	}
 	if e, found := v.get(key); found {
 		if v.unknown(e) {
 			return "", e, true, false

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/kdiag/kdiag/config"
@@ -15,19 +16,25 @@ import (
 var javaDialects = []config.Dialect{config.Java, config.Spring}
 var libDialects = []config.Dialect{config.Librdkafka}
 
-// javaInt returns the effective value of a Java integer key, parsed.
+// javaInt returns the effective value of a Java integer key, parsed. ok
+// is false for a value the client refuses (KD401, KD402 report it): the
+// producer does not start, so what the value would do is moot.
 func (v *fileView) javaInt(key string) (n int64, e config.Entry, set, ok bool) {
 	val, e, set, ok := v.javaValue(key)
 	if !ok {
 		return 0, e, set, false
 	}
 	bits := 64
-	if s, found := javaSettingAt(key, v.version); found && intBits(s.Type) > 0 {
+	s, found := javaSettingAt(key, v.version)
+	if found && intBits(s.Type) > 0 {
 		bits = intBits(s.Type)
 	}
 	n, err := parseJavaInt(val, bits)
 	if err != nil {
 		return 0, e, set, false // KD401 reports it
+	}
+	if found && set && checkJavaValue(e, s, v.dialect == config.Spring) != nil {
+		return 0, e, set, false // out of the validator's range: KD402
 	}
 	return n, e, set, true
 }
@@ -125,6 +132,9 @@ var kd102 = &Rule{
 			if !ok || n <= 0 {
 				return // KD101, KD103
 			}
+			if _, over := javaIdleOverflow(n); over {
+				return // the client closes every connection at once: KD103
+			}
 		}
 		if n < broker {
 			return
@@ -153,9 +163,25 @@ func brokerListMentionsAzure(v *fileView) bool {
 	return ok && strings.Contains(strings.ToLower(e.Value), "azure")
 }
 
+// javaIdleOverflow is what the Java client's Selector makes of a huge
+// connections.max.idle.ms: IdleExpiryManager keeps connectionsMaxIdleMs *
+// 1000 * 1000 nanoseconds in a long and adds it to System.nanoTime() (the
+// time since boot on Linux). Past 9223372036854 ms the product wraps
+// (9223372036854775807 gives -1000000 ns), and near it the sum does: either
+// way a connection's expiry time is before now, so it counts as idle at
+// once. over says the value does that on a host up for less than 31 years
+// (1e18 ns); nanos is the product as the long holds it.
+func javaIdleOverflow(ms int64) (nanos int64, over bool) {
+	nanos = ms * 1000 * 1000 // wraps as Java's long does
+	if ms <= 0 {
+		return nanos, false
+	}
+	return nanos, nanos/1000/1000 != ms || nanos <= 0 || nanos > math.MaxInt64-1e18
+}
+
 var kd103 = &Rule{
 	ID:       "KD103",
-	Title:    "connections.max.idle.ms is 0: the Java client closes connections at the first quiet poll",
+	Title:    "connections.max.idle.ms is 0 or overflows: the Java client closes connections at the first quiet poll",
 	Severity: Error,
 	Category: "connection",
 	Rationale: "With connections.max.idle.ms=0 the Java client's Selector still has an idle-expiry manager, with " +
@@ -165,16 +191,33 @@ var kd103 = &Rule{
 		"a request on it waits for its response; one connection is closed per poll. The producer keeps " +
 		"reconnecting, fails in-flight requests with disconnects and retries them, and leaves TIME_WAIT " +
 		"sockets behind. 0 does not mean \"disabled\" (that is librdkafka's meaning, and a negative value's " +
-		"in Java).",
+		"in Java). A huge value is worse: the manager keeps connections.max.idle.ms * 1000 * 1000 nanoseconds " +
+		"in a long and adds System.nanoTime() to it, so from about 8223372036854 ms (292 years, less the host's " +
+		"uptime) the arithmetic overflows (9223372036854775807 gives -1000000 ns) and every connection is expired " +
+		"at once, even one with I/O in the same poll: measured against kdiag broker, kafka-clients 3.9.0 and 2.1.1 " +
+		"with connections.max.idle.ms=9223372036854775807 (and 3.9.0 with 9223372036854) closed each connection " +
+		"within 0-13 ms of opening it (\"About to close the idle connection ... idle for 0 millis\"), opened 20-23 " +
+		"connections in about 20 s, sent no request and failed every send; 8000000000000 worked.",
 	Remediation: "Remove connections.max.idle.ms to use the default 540000, or set a value below the broker's " +
-		"connections.max.idle.ms.",
+		"connections.max.idle.ms (a negative value, not a huge one, is Java's \"never\").",
 	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/network/Selector.java: " +
+		"IdleExpiryManager (connectionsMaxIdleNanos = connectionsMaxIdleMs * 1000 * 1000), " +
 		"IdleExpiryManager.pollExpiredConnection (expired when currentTimeNanos > lastActive + connectionsMaxIdleNanos), " +
 		"poll() -> maybeCloseOldestConnection(endSelect), pollSelectionKeys -> idleExpiryManager.update(channel, endSelect)",
 	Dialects: javaDialects,
 	Check: func(p *Pass) {
 		n, e, set, ok := p.view.javaInt("connections.max.idle.ms")
-		if !ok || !set || n != 0 {
+		if !ok || !set {
+			return
+		}
+		if nanos, over := javaIdleOverflow(n); over {
+			p.reportValue(e, 0, fmt.Sprintf("%s: %d overflows the client's idle arithmetic (Selector keeps it as %d * 1000000 = %d "+
+				"ns in a long, added to System.nanoTime()): every connection counts as idle the moment it opens, and the "+
+				"client closes it at the next poll, before any request gets through (kafka-clients 3.9.0 and 2.1.1 "+
+				"reconnected about once a second and failed every send); Java's \"never\" is a negative value (KD101)", name(e), n, n, nanos), "")
+			return
+		}
+		if n != 0 {
 			return
 		}
 		p.reportValue(e, 0, name(e)+": 0 makes the Java client close a connection at the first poll without I/O on "+
@@ -345,4 +388,94 @@ func perMinute(ms int64) string {
 
 func minutes(ms int64) string {
 	return fmt.Sprintf("%d min", ms/60000)
+}
+
+// backoffPair is a base value and the maximum the Java client grows it to:
+// ExponentialBackoff(initial, 2, max, jitter) starts from min(max, initial),
+// so a maximum below the base value is used as a static value.
+type backoffPair struct {
+	base, max string
+	// warns says the client logs that (CommonClientConfigs
+	// .warnDisablingExponentialBackoff), and what it calls the value.
+	warns bool
+	what  string
+}
+
+var backoffPairs = []backoffPair{
+	{"reconnect.backoff.ms", "reconnect.backoff.max.ms", false, "reconnect backoff"},
+	{"retry.backoff.ms", "retry.backoff.max.ms", true, "backoff"},
+	{"socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms", true, "connection setup timeout"},
+}
+
+// staticBackoff is the value the Java client of version ver uses for a pair
+// whose maximum hi is below its base lo. Since 3.7 ExponentialBackoff
+// starts from min(max, base): hi. From 2.7 to 3.6 it started from the base
+// and, with expMax 0, stayed there: lo. Before 2.7 ClusterConnectionStates
+// computed the reconnect backoff as base * 2^min(failures-1,
+// log2(max/base)), which a maximum below the base brings down to it: hi.
+func staticBackoff(bp backoffPair, ver Version, lo, hi int64) int64 {
+	switch {
+	case ver.AtLeast(3, 7):
+		return hi
+	case bp.base == "reconnect.backoff.ms" && !ver.AtLeast(2, 7):
+		return hi
+	}
+	return lo
+}
+
+var kd108 = &Rule{
+	ID:       "KD108",
+	Title:    "a *.max.ms below its base value: the Java client applies the maximum as a static value",
+	Severity: Warning,
+	Category: "connection",
+	Rationale: "reconnect.backoff.ms, retry.backoff.ms and socket.connection.setup.timeout.ms grow exponentially, up to " +
+		"their *.max.ms. The Java client builds each as ExponentialBackoff(base, 2, max, jitter), whose first value is " +
+		"min(max, base) (3.7 and later) and which stays there when max is below base: the maximum is used as a static " +
+		"value, and the base value the file sets has no effect. (From 2.7 to 3.6 ExponentialBackoff started from the " +
+		"base and stayed there instead, and before 2.7 the reconnect backoff came down to the maximum: the message " +
+		"says which value the selected version applies.) For retry.backoff.ms and socket.connection.setup.timeout.ms " +
+		"the client logs a WARN (\"... is greater than configuration ... A static backoff with value ... will be " +
+		"applied.\"); for reconnect.backoff.ms it says nothing. The *.max.ms keys have no validator, so a negative " +
+		"socket.connection.setup.timeout.max.ms (-1) is taken: the static setup timeout is then negative, and a " +
+		"connection still being set up when the client next checks is timed out (on loopback, where a connection " +
+		"completes within the poll that starts it, kafka-clients 3.9.0 with -1 connected and sent normally). " +
+		"(librdkafka refuses reconnect.backoff.max.ms below reconnect.backoff.ms: KD107.)",
+	Remediation: "Set the *.max.ms at or above its base value, or remove the one you did not mean to set.",
+	Source: "apache/kafka clients/src/main/java/org/apache/kafka/common/utils/ExponentialBackoff.java (initialInterval = " +
+		"Math.min(maxInterval, initialInterval); expMax 0 when maxInterval <= initialInterval); " +
+		"clients/src/main/java/org/apache/kafka/clients/CommonClientConfigs.java (warnDisablingExponentialBackoff, 3.7 and " +
+		"later); clients/ClusterConnectionStates.java (reconnect backoff and connection setup timeout) and " +
+		"producer/internals/RecordAccumulator.java (retry backoff)",
+	Dialects: javaDialects,
+	Check: func(p *Pass) {
+		v := p.view
+		for _, bp := range backoffPairs {
+			lo, loE, loSet, ok1 := v.javaInt(bp.base)
+			hi, hiE, hiSet, ok2 := v.javaInt(bp.max)
+			if !ok1 || !ok2 || (!loSet && !hiSet) || hi >= lo {
+				continue
+			}
+			if bp.base == "reconnect.backoff.ms" && !hiSet {
+				continue // the client sets the max to the base: KD105
+			}
+			at, msg := hiE, fmt.Sprintf("%s: %d is below %s (%d", name(hiE), hi, bp.base, lo)
+			if !loSet {
+				msg += ", its default"
+			}
+			if !hiSet {
+				at, msg = loE, fmt.Sprintf("%s: %d is above %s (%d, its default", name(loE), lo, bp.max, hi)
+			}
+			applied := staticBackoff(bp, v.version, lo, hi)
+			msg += fmt.Sprintf("): the client applies %d ms as a static %s", applied, bp.what)
+			if bp.warns && v.version.AtLeast(3, 7) {
+				msg += " and logs a WARN saying so"
+			} else {
+				msg += ", silently"
+			}
+			if applied < 0 {
+				msg += fmt.Sprintf("; a negative %s times out what is still under way at the client's next check", bp.what)
+			}
+			p.reportValue(at, 0, msg, "")
+		}
+	},
 }

@@ -43,14 +43,21 @@ var kd301 = &Rule{
 		if !ok1 || !ok2 || !ok3 {
 			return
 		}
+		// KafkaProducer.lingerMs: (int) Math.min(linger.ms,
+		// Integer.MAX_VALUE); the sum is capped at Integer.MAX_VALUE too.
+		sumText := fmt.Sprintf("%d + %d = %d", lg, rt, lg+rt)
+		lgRaw := lg
 		lg = min(lg, math.MaxInt32)
 		sum := min(lg+rt, math.MaxInt32)
+		if lgRaw != lg || sum != lg+rt {
+			sumText = fmt.Sprintf("%d + %d, which the producer caps at %d", lgRaw, rt, sum)
+		}
 		if dt >= sum {
 			return
 		}
 		if dtSet {
-			p.reportValue(dtE, Error, fmt.Sprintf("%s: %d is below linger.ms + request.timeout.ms (%d + %d = %d): "+
-				"the producer throws ConfigException at startup", name(dtE), dt, lg, rt, sum),
+			p.reportValue(dtE, Error, fmt.Sprintf("%s: %d is below linger.ms + request.timeout.ms (%s): "+
+				"the producer throws ConfigException at startup", name(dtE), dt, sumText),
 				fmt.Sprintf("Set delivery.timeout.ms to at least %d, or lower linger.ms/request.timeout.ms.", sum))
 			return
 		}
@@ -61,9 +68,9 @@ var kd301 = &Rule{
 		if !rtSet && !lgSet {
 			return // all defaults: 120000 >= 5 + 30000
 		}
-		p.reportValue(at, Warning, fmt.Sprintf("linger.ms + request.timeout.ms (%d + %d = %d) exceeds the default "+
+		p.reportValue(at, Warning, fmt.Sprintf("linger.ms + request.timeout.ms (%s) exceeds the default "+
 			"delivery.timeout.ms (%d): the producer logs a WARN and silently raises delivery.timeout.ms to %d",
-			lg, rt, sum, dt, sum),
+			sumText, dt, sum),
 			fmt.Sprintf("Set delivery.timeout.ms explicitly to at least %d, so that the timeout is the one you chose.", sum))
 	},
 }
@@ -463,7 +470,7 @@ var kd308 = &Rule{
 	Dialects:    javaDialects,
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
-			if e.Key != "acks" || p.view.unknown(e) {
+			if e.Key != "acks" || p.view.unknown(e) || p.view.shadowed(e) {
 				continue
 			}
 			if ve := checkAcks(e); ve != nil {

@@ -89,14 +89,19 @@ var kd903 = &Rule{
 	Category: "suppression",
 	Rationale: "The parser recovered from a line it could not read (a YAML syntax error, an invalid \\u escape, " +
 		"a key without a value where one is needed). The client would read that line differently or not at " +
-		"all, so the settings kdiag checked may not be the ones in force.",
+		"all, so the settings kdiag checked may not be the ones in force. Text the client reads without " +
+		"complaint but that looks like a mistake (a line continuation at the end of the file, which " +
+		"java.util.Properties drops) is a warning.",
 	Remediation: "Fix the line as the message says.",
 	Source:      "config package parsers (config.File.Problems)",
 	Check: func(p *Pass) {
 		for _, pr := range p.File.Problems {
 			sev := Severity(0)
-			if pr.Note {
+			switch {
+			case pr.Note:
 				sev = Info // kdiag's limit, not the client's problem
+			case pr.Warning:
+				sev = Warning // the client reads it; the text looks wrong
 			}
 			p.Report(Finding{Severity: sev, Pos: pr.Pos, Message: pr.Msg})
 		}

@@ -42,6 +42,8 @@ type ValueError struct {
 	// Severity is the finding's, when it is not the rule's (0): a value
 	// librdkafka accepts but reads otherwise than it reads is a warning.
 	Severity Severity
+	// Fix is the finding's remediation when it is not the rule's.
+	Fix string
 }
 
 // Error returns the finding's message.
@@ -99,6 +101,10 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 		if _, err := parseJavaBool(val); err != nil {
 			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
 		}
+	case "CLASS":
+		if ve := checkJavaClass(e, val); ve != nil {
+			return ve
+		}
 	}
 	if isNum && (s.HasMin || s.HasMax) {
 		if containsString(s.Extra, strconv.FormatFloat(num, 'f', -1, 64)) {
@@ -134,6 +140,48 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 		return &ValueError{Rule: "KD403", Msg: fmt.Sprintf("%s: an empty value is not allowed (the Java client requires a non-empty string)", key)}
 	}
 	return nil
+}
+
+// kafkaClasses are the classes kafka-clients ships that CLASS configs name,
+// by simple name (3.9's org.apache.kafka.common.serialization serializers
+// and org.apache.kafka.clients.producer partitioners).
+var kafkaClasses = map[string]string{
+	"BooleanSerializer":        "org.apache.kafka.common.serialization.BooleanSerializer",
+	"ByteArraySerializer":      "org.apache.kafka.common.serialization.ByteArraySerializer",
+	"ByteBufferSerializer":     "org.apache.kafka.common.serialization.ByteBufferSerializer",
+	"BytesSerializer":          "org.apache.kafka.common.serialization.BytesSerializer",
+	"DoubleSerializer":         "org.apache.kafka.common.serialization.DoubleSerializer",
+	"FloatSerializer":          "org.apache.kafka.common.serialization.FloatSerializer",
+	"IntegerSerializer":        "org.apache.kafka.common.serialization.IntegerSerializer",
+	"ListSerializer":           "org.apache.kafka.common.serialization.ListSerializer",
+	"LongSerializer":           "org.apache.kafka.common.serialization.LongSerializer",
+	"ShortSerializer":          "org.apache.kafka.common.serialization.ShortSerializer",
+	"StringSerializer":         "org.apache.kafka.common.serialization.StringSerializer",
+	"UUIDSerializer":           "org.apache.kafka.common.serialization.UUIDSerializer",
+	"VoidSerializer":           "org.apache.kafka.common.serialization.VoidSerializer",
+	"RoundRobinPartitioner":    "org.apache.kafka.clients.producer.RoundRobinPartitioner",
+	"UniformStickyPartitioner": "org.apache.kafka.clients.producer.UniformStickyPartitioner",
+	"DefaultPartitioner":       "org.apache.kafka.clients.producer.internals.DefaultPartitioner",
+}
+
+// checkJavaClass checks a CLASS value as ConfigDef.parseType does: it loads
+// the trimmed name with Class.forName, which needs the package. A name
+// without one (StringSerializer) is a class of the default package, which
+// no application has: the client throws ConfigException "Class ... could
+// not be found". A dotted name may be on the application's class path, and
+// is not judged.
+func checkJavaClass(e config.Entry, val string) *ValueError {
+	if val == "" || strings.Contains(val, ".") {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: %q is not a class the client can load: Class.forName needs the full name, and the client throws ConfigException \"Class %s could not be found\"",
+		name(e), shown(e), val)
+	fix := "Write the class's full name, with its package."
+	if full, ok := kafkaClasses[val]; ok {
+		msg += fmt.Sprintf(" (write %s)", full)
+		fix = fmt.Sprintf("Write %s=%s.", e.Key, full)
+	}
+	return &ValueError{Rule: "KD401", Msg: msg, Fix: fix}
 }
 
 // checkLibValue checks a value as librdkafka's rd_kafka_conf_set does
@@ -235,8 +283,8 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 		Check: func(p *Pass) {
 			v := p.view
 			for _, e := range p.Entries {
-				if v.unknown(e) {
-					continue // KD410, KD411
+				if v.unknown(e) || v.shadowed(e) {
+					continue // KD410, KD411; a line a later one overrides (KD409)
 				}
 				var vps []*ValueError
 				if v.dialect == config.Librdkafka {
@@ -259,7 +307,7 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 				}
 				for _, vp := range vps {
 					if vp.Rule == id {
-						p.reportValue(e, vp.Severity, vp.Msg, "")
+						p.reportValue(e, vp.Severity, vp.Msg, vp.Fix)
 					}
 				}
 			}
@@ -267,9 +315,10 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 	}
 }
 
-var kd401 = valueRule("KD401", "value is not of the key's type (number, boolean)",
+var kd401 = valueRule("KD401", "value is not of the key's type (number, boolean, class)",
 	"The Java client parses every value by its config type when the producer is created (INT and LONG with "+
-		"Integer/Long.parseLong: no units, no underscores, no decimals; BOOLEAN only true or false) and throws "+
+		"Integer/Long.parseLong: no units, no underscores, no decimals; BOOLEAN only true or false; CLASS with "+
+		"Class.forName, which needs the full name: key.serializer=StringSerializer is not found) and throws "+
 		"ConfigException for a value that does not parse, so the producer does not start. \"9m\" or \"30s\" "+
 		"are common mistakes: durations are plain milliseconds. librdkafka rejects such values when the "+
 		"property is set.",
@@ -349,6 +398,14 @@ var kd404 = &Rule{
 			if knownJavaKey(e.Key) {
 				continue // KD407, KD408 handle version availability
 			}
+			if k, ok := cutBOM(e.Key); ok {
+				// KD903 reports the mark; say what it does to the key
+				// without printing it inside the name.
+				p.reportKey(e, 0, fmt.Sprintf("%s, with the file's UTF-8 byte order mark before it, is not the key the client reads: "+
+					"java.util.Properties keeps the mark as part of the first key, so the setting is ignored", k),
+					"Save the file without a byte order mark.")
+				continue
+			}
 			if isKdiagKey(e.Key) {
 				// kdiag produce's own keys (producer/config.go), set
 				// beside the Java client's in its configuration.
@@ -395,6 +452,17 @@ var kd404 = &Rule{
 			p.reportKey(e, 0, fmt.Sprintf("%s is not a producer config: the producer ignores it", name(e)), "")
 		}
 	},
+}
+
+// cutBOM removes a byte order mark from the start of a key: U+FEFF (the
+// file read as UTF-8), or its bytes read as ISO-8859-1.
+func cutBOM(key string) (string, bool) {
+	for _, bom := range []string{"\ufeff", "\u00ef\u00bb\u00bf"} {
+		if k, ok := strings.CutPrefix(key, bom); ok {
+			return k, true
+		}
+	}
+	return key, false
 }
 
 // springTypedNames are the typed settings of Spring Boot's
@@ -916,6 +984,10 @@ var kd408 = &Rule{
 			if fv, err := parseMajorMinor(first); err == nil && !fv.AtLeast(ver.Major, ver.Minor) {
 				// An older release had it: a 2.x key gone since.
 				p.reportKey(e, 0, fmt.Sprintf("%s is not a config of the Kafka %s producer (Kafka %s had it): it ignores it", name(e), ver, first), "")
+				continue
+			}
+			if first == java3x {
+				p.reportKey(e, 0, fmt.Sprintf("%s came after Kafka 2.8 (3.9 has it): a %s producer ignores it", name(e), ver), "")
 				continue
 			}
 			p.reportKey(e, 0, fmt.Sprintf("%s exists from Kafka %s on: a %s producer ignores it", name(e), first, ver), "")

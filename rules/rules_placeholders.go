@@ -34,6 +34,9 @@ var kd410 = &Rule{
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
 			ph := p.view.placeholderOf(e)
+			if p.view.shadowed(e) {
+				continue // the client never reads it (KD409)
+			}
 			if ph != nil && ph.kind == phLiteral {
 				p.reportValue(e, ph.severity, fmt.Sprintf("%s: %s %s", name(e), writtenShown(e, ph), ph.literal), "")
 			}
@@ -61,7 +64,7 @@ var kd411 = &Rule{
 	Check: func(p *Pass) {
 		for _, e := range p.Entries {
 			ph := p.view.placeholderOf(e)
-			if ph == nil || ph.kind != phRuntime || !checkable(p.view, e.Key) {
+			if ph == nil || ph.kind != phRuntime || !checkable(p.view, e.Key) || p.view.shadowed(e) {
 				continue
 			}
 			p.reportValue(e, 0, fmt.Sprintf("%s: %s %s: kdiag does not check it", name(e), writtenShown(e, ph), ph.runtime), "")

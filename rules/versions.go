@@ -99,5 +99,8 @@ func javaKeyHistory(key string) (first string) {
 	if s.AddedIn != "" {
 		return s.AddedIn
 	}
-	return "3.x (after 2.8)"
+	return java3x
 }
+
+// java3x is javaKeyHistory's answer for a key 3.9 has and 2.8 has not.
+const java3x = "3.x (after 2.8)"

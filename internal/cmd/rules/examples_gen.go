@@ -11,6 +11,7 @@ var ruleExamples = map[string]Example{
 	"KD105": {File: "bad.properties", Text: "bootstrap.servers=b1:9092,b2:9092\nreconnect.backoff.ms=500  # want KD105\n"},
 	"KD106": {File: "bad-high.properties", Text: "bootstrap.servers=b1:9092,b2:9092\nmetadata.max.age.ms=7200000  # want KD106\n"},
 	"KD107": {File: "rdkafka-bad-default-max.properties", Text: "bootstrap.servers=b1:9092,b2:9092\nconnections.max.idle.ms=540000\nreconnect.backoff.ms=20000  # want KD107\n"},
+	"KD108": {File: "bad.properties", Text: "# kdiag-test: kafka-version=3.9\nbootstrap.servers=127.0.0.1:9092,127.0.0.2:9092\nreconnect.backoff.ms=500\nreconnect.backoff.max.ms=100  # want KD108\nretry.backoff.ms=2000\nretry.backoff.max.ms=500  # want KD108\nsocket.connection.setup.timeout.max.ms=-1  # want KD108\n"},
 	"KD201": {File: "bad-empty.properties", Text: "acks=all\nbootstrap.servers=  # want KD201\n"},
 	"KD202": {File: "bad-link-local.properties", Text: "# fe80::1 without its interface: connect() fails with \"Invalid argument\".\nbootstrap.servers=[::1]:9092,[fe80::1]:9093  # want KD202\n"},
 	"KD203": {File: "bad.properties", Text: "bootstrap.servers=b1:9092  # want KD203\n"},

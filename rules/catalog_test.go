@@ -150,7 +150,7 @@ func TestJavaCatalogConsistent(t *testing.T) {
 				continue
 			}
 			e := config.Entry{Key: s.Name, RawKey: s.Name, Value: d}
-			if vp := checkJavaValue(e, s, false); vp != nil && !(s.NonEmpty && d == "") {
+			if vp := checkJavaValue(e, s, false, vv); vp != nil && !(s.NonEmpty && d == "") {
 				t.Errorf("%s: %s default %q fails its own checks: %s %s", s.Name, ver, d, vp.Rule, vp.Msg)
 			}
 		}

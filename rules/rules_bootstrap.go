@@ -21,6 +21,10 @@ type bootstrapEntry struct {
 	port int
 	// bad says why the client rejects it ("" if it accepts it).
 	bad string
+	// warn says how the client reads it otherwise than it is written
+	// (an older client's pattern drops what comes before the last
+	// host:port).
+	warn string
 }
 
 // javaHostPortRE is Kafka's Utils.HOST_PORT_PATTERN, which getHost/getPort
@@ -32,11 +36,23 @@ var javaHostPortRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)$`)
 })
 
+// javaHostPortOldRE is HOST_PORT_PATTERN before 3.8 (2.0 to 3.7):
+// ".*?\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)", matched whole. Its ".*?"
+// takes anything before the last host:port, so "a:9092 b:9092" is read as
+// b:9092 alone.
+var javaHostPortOldRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^.*?\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)$`)
+})
+
 // parseJavaBootstrap splits a bootstrap.servers value as ConfigDef splits a
 // LIST (trim, then split on commas with surrounding whitespace) and checks
 // each entry as ClientUtils.parseAndValidateAddresses does. Empty entries are
 // skipped, as the client skips them.
-func parseJavaBootstrap(val string) []bootstrapEntry {
+func parseJavaBootstrap(val string) []bootstrapEntry { return parseJavaBootstrapAt(val, Version{4, 1}) }
+
+// parseJavaBootstrapAt is parseJavaBootstrap as the client of version ver
+// reads the list: before 3.8 with the old host:port pattern.
+func parseJavaBootstrapAt(val string, ver Version) []bootstrapEntry {
 	val = strings.TrimSpace(val)
 	if val == "" {
 		return nil
@@ -48,6 +64,12 @@ func parseJavaBootstrap(val string) []bootstrapEntry {
 		}
 		be := bootstrapEntry{text: s}
 		m := javaHostPortRE().FindStringSubmatch(s)
+		if m == nil && !ver.AtLeast(3, 8) {
+			if m = javaHostPortOldRE().FindStringSubmatch(s); m != nil {
+				be.warn = fmt.Sprintf("a %s client reads %q as %s:%s, and drops what comes before it (its host:port pattern, before 3.8, "+
+					"starts with .*?); 3.8 and later refuse the entry", ver, s, m[1], m[2])
+			}
+		}
 		if m == nil {
 			be.bad = "Invalid url in bootstrap.servers: " + s + " (want host:port)"
 			out = append(out, be)
@@ -160,7 +182,7 @@ func (v *fileView) bootstrapOf() (e config.Entry, entries []bootstrapEntry, ok b
 	if v.dialect == config.Librdkafka {
 		return e, parseLibBootstrap(e.Value), true
 	}
-	return e, parseJavaBootstrap(e.Value), true
+	return e, parseJavaBootstrapAt(e.Value, v.version), true
 }
 
 // bootstrapEntry is the broker list's entry: set says the file sets it,
@@ -223,7 +245,8 @@ var kd202 = &Rule{
 		"port 0, and a link-local IPv6 address without its interface ([fe80::1]:9092, where connect() fails with " +
 		"EINVAL, \"Invalid argument\"; [fe80::1%eth0]:9092 names the interface).",
 	Remediation: "Write each broker as host:port (IPv6 as [addr]:port), separated by commas.",
-	Source: "apache/kafka ClientUtils.parseAndValidateAddresses and Utils.HOST_PORT_PATTERN/getHost/getPort; " +
+	Source: "apache/kafka ClientUtils.parseAndValidateAddresses and Utils.HOST_PORT_PATTERN/getHost/getPort (3.8 and later; " +
+		"before 3.8 the pattern began with .*?, which takes what comes before the last host:port); " +
 		"confluentinc/librdkafka CONFIGURATION.md metadata.broker.list (\"CSV list of broker host or host:port\")",
 	Check: func(p *Pass) {
 		e, entries, ok := p.view.bootstrapOf()
@@ -231,8 +254,11 @@ var kd202 = &Rule{
 			return
 		}
 		for _, be := range entries {
-			if be.bad != "" {
+			switch {
+			case be.bad != "":
 				p.reportValue(e, 0, name(e)+": "+be.bad, "")
+			case be.warn != "":
+				p.reportValue(e, Warning, name(e)+": "+be.warn, "Separate the brokers with commas.")
 			}
 		}
 	},

@@ -33,7 +33,7 @@ func (v *fileView) javaInt(key string) (n int64, e config.Entry, set, ok bool) {
 	if err != nil {
 		return 0, e, set, false // KD401 reports it
 	}
-	if found && set && checkJavaValue(e, s, v.dialect == config.Spring) != nil {
+	if found && set && checkJavaValue(e, s, v.dialect == config.Spring, v.version) != nil {
 		return 0, e, set, false // out of the validator's range: KD402
 	}
 	return n, e, set, true

@@ -107,6 +107,14 @@ func (v *fileView) javaIdempotence() (on bool, e config.Entry, set, ok bool) {
 	if err != nil {
 		return false, e, set, false
 	}
+	if !set && !v.version.AtLeast(3, 0) {
+		// Before 3.0 a transactional.id turns idempotence on when
+		// enable.idempotence is not written (2.x KafkaProducer
+		// .configureTransactionState: userConfiguredTransactions).
+		if _, tx := v.get("transactional.id"); tx {
+			b = true
+		}
+	}
 	return b, e, set, true
 }
 
@@ -152,19 +160,27 @@ func (v *fileView) javaIdempotenceConflicts() (disabled bool, cs []idemConflict)
 	if !ok || !on {
 		return !on && ok, nil
 	}
+	// Before 3.0 idempotence was off by default and any conflict with
+	// it, once on, was a ConfigException (2.x KafkaProducer.configureAcks,
+	// configureRetries, configureInflightRequests).
+	strict := idemSet || !v.version.AtLeast(3, 0)
+	with := "with enable.idempotence=true"
+	if !idemSet && strict {
+		with = "with transactional.id set (which turns idempotence on before 3.0)"
+	}
 	if r, e, set, ok := v.javaInt("retries"); ok && set && r == 0 {
-		c := idemConflict{rule: "KD303", e: e, fatal: idemSet}
-		if idemSet {
-			c.msg = "retries=0 with enable.idempotence=true: the producer throws ConfigException \"Must set retries to non-zero when using the idempotent producer.\""
+		c := idemConflict{rule: "KD303", e: e, fatal: strict}
+		if strict {
+			c.msg = "retries=0 " + with + ": the producer throws ConfigException \"Must set retries to non-zero when using the idempotent producer.\""
 		} else {
 			c.msg = "retries=0 silently disables idempotence (on by default): the producer logs \"Idempotence will be disabled because retries is set to 0.\" and may write duplicates"
 		}
 		cs = append(cs, c)
 	}
 	if a, e, set, ok := v.javaAcks(); ok && set && a != -1 {
-		c := idemConflict{rule: "KD302", e: e, fatal: idemSet}
-		if idemSet {
-			c.msg = fmt.Sprintf("acks=%s with enable.idempotence=true: the producer throws ConfigException \"Must set acks to all in order to use the idempotent producer.\"", strings.TrimSpace(e.Value))
+		c := idemConflict{rule: "KD302", e: e, fatal: strict}
+		if strict {
+			c.msg = fmt.Sprintf("acks=%s %s: the producer throws ConfigException \"Must set acks to all in order to use the idempotent producer.\"", strings.TrimSpace(e.Value), with)
 		} else {
 			c.msg = fmt.Sprintf("acks=%s silently disables idempotence (on by default, and it needs acks=all): the producer may write duplicates on retries", strings.TrimSpace(e.Value))
 		}
@@ -173,11 +189,12 @@ func (v *fileView) javaIdempotenceConflicts() (disabled bool, cs []idemConflict)
 	if m, e, set, ok := v.javaInt("max.in.flight.requests.per.connection"); ok && set && m > 5 {
 		c := idemConflict{rule: "KD304", e: e}
 		switch {
-		case idemSet:
-			// Explicit: every version throws (3.9 and 4.x
+		case strict:
+			// Explicit (or 2.x): every version throws (2.x
+			// configureInflightRequests, 3.9 and 4.x
 			// postProcessAndValidateIdempotenceConfigs, userConfiguredIdempotence).
 			c.fatal = true
-			c.msg = fmt.Sprintf("max.in.flight.requests.per.connection=%d with enable.idempotence=true: the producer throws ConfigException \"Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer.\"", m)
+			c.msg = fmt.Sprintf("max.in.flight.requests.per.connection=%d %s: the producer throws ConfigException \"Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer.\"", m, with)
 		case v.version.AtLeast(4, 0):
 			c.fatal = true
 			c.msg = fmt.Sprintf("max.in.flight.requests.per.connection=%d with idempotence (on by default): Kafka 4.0 and later throw ConfigException \"To use the idempotent producer, max.in.flight.requests.per.connection must be set to at most 5.\" (3.x silently disabled idempotence)", m)
@@ -335,10 +352,13 @@ var kd306 = &Rule{
 		"and non-empty string.\" when sasl.mechanism is written empty. (Left out entirely, it defaults to " +
 		"GSSAPI, Kerberos: see KD307.)",
 	Remediation: "Set sasl.mechanism to the broker's mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI.",
-	Source:      "apache/kafka clients/src/main/java/org/apache/kafka/clients/CommonClientConfigs.java (postValidateSaslMechanismConfig)",
+	Source:      "apache/kafka clients/src/main/java/org/apache/kafka/clients/CommonClientConfigs.java (postValidateSaslMechanismConfig, 3.3 and later; a 2.x client starts and fails to authenticate)",
 	Dialects:    javaDialects,
 	Check: func(p *Pass) {
 		v := p.view
+		if !v.version.AtLeast(3, 3) {
+			return // postValidateSaslMechanismConfig came with 3.3
+		}
 		proto, _, _, _ := v.javaValue("security.protocol")
 		if !isSASL(proto) {
 			return

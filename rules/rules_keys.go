@@ -62,7 +62,8 @@ func CheckJavaValue(key, value string) error {
 		return nil
 	}
 	// A nil *ValueError must not become a non-nil error.
-	if ve := checkJavaValue(config.Entry{Key: key, Value: value}, s, false); ve != nil {
+	dv, _ := ParseVersion(DefaultKafkaVersion)
+	if ve := checkJavaValue(config.Entry{Key: key, Value: value}, s, false, dv); ve != nil {
 		return ve
 	}
 	return nil
@@ -70,7 +71,7 @@ func CheckJavaValue(key, value string) error {
 
 // checkJavaValue checks a value as ConfigDef would: parse by type, then the
 // validator. spring says the file is a Spring one (typed DataSize settings).
-func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
+func checkJavaValue(e config.Entry, s Setting, spring bool, ver Version) *ValueError {
 	val := strings.TrimSpace(e.Value)
 	key := name(e)
 	if spring && springTyped(e) && springDataSizeKeys[e.Key] {
@@ -102,7 +103,7 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 			return &ValueError{Rule: "KD401", Msg: fmt.Sprintf("%s: %q is not true or false", key, shown(e))}
 		}
 	case "CLASS":
-		if ve := checkJavaClass(e, val); ve != nil {
+		if ve := checkJavaClass(e, val, ver); ve != nil {
 			return ve
 		}
 	}
@@ -142,44 +143,96 @@ func checkJavaValue(e config.Entry, s Setting, spring bool) *ValueError {
 	return nil
 }
 
-// kafkaClasses are the classes kafka-clients ships that CLASS configs name,
-// by simple name (3.9's org.apache.kafka.common.serialization serializers
-// and org.apache.kafka.clients.producer partitioners).
-var kafkaClasses = map[string]string{
-	"BooleanSerializer":        "org.apache.kafka.common.serialization.BooleanSerializer",
-	"ByteArraySerializer":      "org.apache.kafka.common.serialization.ByteArraySerializer",
-	"ByteBufferSerializer":     "org.apache.kafka.common.serialization.ByteBufferSerializer",
-	"BytesSerializer":          "org.apache.kafka.common.serialization.BytesSerializer",
-	"DoubleSerializer":         "org.apache.kafka.common.serialization.DoubleSerializer",
-	"FloatSerializer":          "org.apache.kafka.common.serialization.FloatSerializer",
-	"IntegerSerializer":        "org.apache.kafka.common.serialization.IntegerSerializer",
-	"ListSerializer":           "org.apache.kafka.common.serialization.ListSerializer",
-	"LongSerializer":           "org.apache.kafka.common.serialization.LongSerializer",
-	"ShortSerializer":          "org.apache.kafka.common.serialization.ShortSerializer",
-	"StringSerializer":         "org.apache.kafka.common.serialization.StringSerializer",
-	"UUIDSerializer":           "org.apache.kafka.common.serialization.UUIDSerializer",
-	"VoidSerializer":           "org.apache.kafka.common.serialization.VoidSerializer",
-	"RoundRobinPartitioner":    "org.apache.kafka.clients.producer.RoundRobinPartitioner",
-	"UniformStickyPartitioner": "org.apache.kafka.clients.producer.UniformStickyPartitioner",
-	"DefaultPartitioner":       "org.apache.kafka.clients.producer.internals.DefaultPartitioner",
+// kafkaClassPackages are the kafka-clients packages of the classes CLASS
+// configs name, and kafkaClasses those classes, with the releases that have
+// them (from apache/kafka's source at each tag:
+// clients/src/main/java/org/apache/kafka/common/serialization and
+// clients/producer). A name in one of these packages that kafka-clients
+// does not have is a typo (StringSerialiser) or the wrong kind of class
+// (StringDeserializer as a serializer).
+var kafkaClassPackages = []string{"org.apache.kafka.common.serialization.", "org.apache.kafka.clients.producer."}
+
+var kafkaClasses = []struct {
+	name string
+	// from is the first release that has it, until the first that does
+	// not ("" for none).
+	from, until Version
+}{
+	{"org.apache.kafka.common.serialization.ByteArraySerializer", Version{2, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.ByteBufferSerializer", Version{2, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.BytesSerializer", Version{2, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.DoubleSerializer", Version{2, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.FloatSerializer", Version{2, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.IntegerSerializer", Version{2, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.LongSerializer", Version{2, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.ShortSerializer", Version{2, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.StringSerializer", Version{2, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.UUIDSerializer", Version{2, 1}, Version{}},
+	{"org.apache.kafka.common.serialization.VoidSerializer", Version{2, 5}, Version{}},
+	{"org.apache.kafka.common.serialization.ListSerializer", Version{3, 0}, Version{}},
+	{"org.apache.kafka.common.serialization.BooleanSerializer", Version{3, 5}, Version{}},
+	{"org.apache.kafka.clients.producer.RoundRobinPartitioner", Version{2, 4}, Version{}},
+	{"org.apache.kafka.clients.producer.UniformStickyPartitioner", Version{2, 4}, Version{4, 0}},
+	{"org.apache.kafka.clients.producer.internals.DefaultPartitioner", Version{2, 0}, Version{4, 0}},
+}
+
+// kafkaClassIn reports whether kafka-clients ver has the class name, and
+// the classes of its package it has.
+func kafkaClassIn(name string, ver Version) (ok bool, pkgClasses []string) {
+	for _, c := range kafkaClasses {
+		in := ver.AtLeast(c.from.Major, c.from.Minor) && (c.until == Version{} || !ver.AtLeast(c.until.Major, c.until.Minor))
+		if c.name == name {
+			ok = in
+		}
+		if in {
+			pkgClasses = append(pkgClasses, c.name)
+		}
+	}
+	return ok, pkgClasses
 }
 
 // checkJavaClass checks a CLASS value as ConfigDef.parseType does: it loads
 // the trimmed name with Class.forName, which needs the package. A name
 // without one (StringSerializer) is a class of the default package, which
 // no application has: the client throws ConfigException "Class ... could
-// not be found". A dotted name may be on the application's class path, and
-// is not judged.
-func checkJavaClass(e config.Entry, val string) *ValueError {
-	if val == "" || strings.Contains(val, ".") {
+// not be found". So does a name in kafka-clients' own packages that the
+// release does not have. Other dotted names may be on the application's
+// class path, and are not judged.
+func checkJavaClass(e config.Entry, val string, ver Version) *ValueError {
+	if val == "" {
 		return nil
 	}
-	msg := fmt.Sprintf("%s: %q is not a class the client can load: Class.forName needs the full name, and the client throws ConfigException \"Class %s could not be found\"",
-		name(e), shown(e), val)
-	fix := "Write the class's full name, with its package."
-	if full, ok := kafkaClasses[val]; ok {
-		msg += fmt.Sprintf(" (write %s)", full)
-		fix = fmt.Sprintf("Write %s=%s.", e.Key, full)
+	notFound := fmt.Sprintf("the client throws ConfigException \"Class %s could not be found\"", val)
+	if !strings.Contains(val, ".") {
+		msg := fmt.Sprintf("%s: %q is not a class the client can load: Class.forName needs the full name, and %s", name(e), shown(e), notFound)
+		fix := "Write the class's full name, with its package."
+		_, all := kafkaClassIn("", ver)
+		for _, c := range all {
+			if shortClass(c) == val {
+				msg += fmt.Sprintf(" (write %s)", c)
+				fix = fmt.Sprintf("Write %s=%s.", e.Key, c)
+			}
+		}
+		return &ValueError{Rule: "KD401", Msg: msg, Fix: fix}
+	}
+	if !hasAnyPrefix(val, kafkaClassPackages) || containsString(removedPartitioners, val) {
+		return nil // the application's; a removed partitioner is KD407's
+	}
+	ok, all := kafkaClassIn(val, ver)
+	if ok {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: kafka-clients %s has no class %s: %s", name(e), ver, val, notFound)
+	fix := "Write the name of a class the client has."
+	var names []string
+	for _, c := range all {
+		if strings.HasPrefix(c, val[:strings.LastIndex(val, ".")+1]) || strings.HasPrefix(val, "org.apache.kafka.clients.producer.") {
+			names = append(names, c)
+		}
+	}
+	if sug := suggest(val, newNameSet(names)); sug != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", sug)
+		fix = fmt.Sprintf("Write %s=%s.", e.Key, sug)
 	}
 	return &ValueError{Rule: "KD401", Msg: msg, Fix: fix}
 }
@@ -292,7 +345,7 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 						vps = checkLibValue(e, s)
 					}
 				} else if s, ok := kdiagSettings[e.Key]; ok {
-					if vp := checkJavaValue(e, s, false); vp != nil {
+					if vp := checkJavaValue(e, s, false, v.version); vp != nil {
 						if m := strings.Replace(vp.Msg, "the Java client", "kdiag produce", 1); m != vp.Msg {
 							vp.Msg = m
 						} else {
@@ -301,7 +354,7 @@ func valueRule(id, title, rationale, remediation string) *Rule {
 						vps = []*ValueError{vp}
 					}
 				} else if s, ok := javaSettingAt(e.Key, v.version); ok {
-					if vp := checkJavaValue(e, s, v.dialect == config.Spring); vp != nil {
+					if vp := checkJavaValue(e, s, v.dialect == config.Spring, v.version); vp != nil {
 						vps = []*ValueError{vp}
 					}
 				}

@@ -46,12 +46,34 @@ var java2Catalogs = sync.OnceValue(func() map[Version]map[string]Setting {
 				Importance: f[4], Status: "active in " + vs}
 			s.Password = s.Type == "PASSWORD"
 			parseJavaValidator(&s)
+			java2Checks(&s, v)
 			m[s.Name] = s
 		}
 		out[v] = m
 	}
 	return out
 })
+
+// java2Checks adds the checks a 2.x producer makes of a value outside its
+// ConfigDef, when KafkaProducer is created: compression.type by
+// CompressionType.forName (exact names; zstd from 2.1), security.protocol by
+// SecurityProtocol.forName (valueOf of the upper-cased name). Both throw
+// IllegalArgumentException, so the producer does not start, as with a
+// validator (which 3.x added).
+func java2Checks(s *Setting, v Version) {
+	if s.Validator != "-" && s.Validator != "" {
+		return
+	}
+	switch s.Name {
+	case "compression.type":
+		s.Enum = []string{"none", "gzip", "snappy", "lz4"}
+		if v.AtLeast(2, 1) {
+			s.Enum = append(s.Enum, "zstd")
+		}
+	case "security.protocol":
+		s.Enum, s.EnumFold = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, true
+	}
+}
 
 // javaSettingAt returns key's config as the Java producer of version v
 // defines it: for 2.x from that release's table, otherwise the catalog's

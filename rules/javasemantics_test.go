@@ -73,3 +73,55 @@ func TestJavaSemanticsMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestKD102SaysTheCost: KD102 says what the broker's idle close costs the
+// client the file is for (issue 27, measured with kafka-clients 2.1.1 and
+// 3.9.0): reconnects for the Java client and librdkafka, which read the FIN
+// at once; CLOSE_WAIT only for a client that does not (Options.HoldsFIN).
+func TestKD102SaysTheCost(t *testing.T) {
+	tests := []struct {
+		name     string
+		dialect  config.Dialect
+		in       string
+		holdsFIN bool
+		want     []string
+		notWant  []string
+	}{
+		{"java", config.Java, "connections.max.idle.ms=600000\n", false,
+			[]string{"no CLOSE_WAIT while its network thread polls", "a reconnect per connection each idle period and an INFO line \"Node N disconnected.\"", "waits for a new connection"},
+			[]string{"passive close on the client"}},
+		{"librdkafka", config.Librdkafka, "connections.max.idle.ms=600000\n", false,
+			[]string{"librdkafka sees the close at once and reconnects (no CLOSE_WAIT)"}, nil},
+		{"a client that holds the FIN", config.Java, "connections.max.idle.ms=600000\n", true,
+			[]string{"stays in CLOSE_WAIT"}, []string{"no CLOSE_WAIT"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := config.Parse("p.properties", []byte(tt.in), tt.dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := DefaultOptions()
+			opts.HoldsFIN = tt.holdsFIN
+			var msg string
+			for _, fd := range LintFile(f, opts) {
+				if fd.RuleID == "KD102" {
+					msg = fd.Message
+				}
+			}
+			if msg == "" {
+				t.Fatal("no KD102")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("KD102 %q lacks %q", msg, w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(msg, w) {
+					t.Errorf("KD102 %q has %q", msg, w)
+				}
+			}
+		})
+	}
+}

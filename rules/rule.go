@@ -110,6 +110,14 @@ type Options struct {
 	// --broker-config): it then wins over a broker the file itself
 	// describes (a compose file's broker container).
 	BrokerIdleExplicit bool
+	// HoldsFIN says the client the configuration is for does not read a
+	// broker's FIN on an idle connection: it reads only while a response
+	// is pending (Sarama, franz-go, kafka-go), or its network thread is
+	// seen blocked. A caller that has identified the client (kdiag doctor)
+	// sets it; lint alone assumes the dialect's client, the Java client or
+	// librdkafka, which read every socket. KD102 then says the broker's
+	// idle close leaves CLOSE_WAIT, not reconnects.
+	HoldsFIN bool
 	// Env holds environment variables to resolve placeholders with
 	// (--env FILE): Spring's ${NAME} and ${NAME:default}, the Java
 	// client's ${env:NAME} of a declared EnvVarConfigProvider, and ${NAME}

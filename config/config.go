@@ -103,7 +103,8 @@ type Problem struct {
 	Note bool `json:"note,omitempty"`
 	// Warning says the client reads the file without complaint, but
 	// the text looks like a mistake (a line continuation at the end of
-	// the file, which java.util.Properties drops).
+	// the file, which java.util.Properties drops; a byte order mark,
+	// which it keeps in the first key).
 	Warning bool `json:"warning,omitempty"`
 }
 

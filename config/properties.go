@@ -101,7 +101,9 @@ type propReader struct {
 func newPropReader(f *File, data string) *propReader {
 	pr := &propReader{f: f, data: data, latin1: !utf8.ValidString(data), line: 1, col: 1}
 	if strings.HasPrefix(data, "\uFEFF") {
-		f.Problems = append(f.Problems, Problem{Pos: posAt(1, 1),
+		// The client reads on (a warning): the first line's key, or a
+		// comment, becomes a key that starts with U+FEFF.
+		f.Problems = append(f.Problems, Problem{Pos: posAt(1, 1), Warning: true,
 			Msg: "file starts with a UTF-8 byte order mark, which Java's Properties.load keeps as part of the first key: save the file without BOM"})
 	}
 	return pr

@@ -337,8 +337,6 @@ func lintRefuses(v *fileView, fs []Finding) (bool, []string) {
 			continue // an address the client takes and cannot reach
 		case fd.RuleID == "KD410" && !checkable(v, fd.Key):
 			continue // the text as written is a valid string value
-		case fd.RuleID == "KD903" && !strings.Contains(fd.Message, "malformed \\uxxxx"):
-			continue // a problem of the text, not one Properties.load throws on
 		}
 		why = append(why, fd.RuleID+" "+fd.Message)
 	}

@@ -189,3 +189,27 @@ func FuzzParseAll(f *testing.F) {
 		}
 	})
 }
+
+// FuzzProfileCondition feeds spring.config.activate.on-profile values to
+// Spring's profile expression parser: no panic, and a condition that parses
+// names only profiles written in it and gives the same answer twice.
+func FuzzProfileCondition(f *testing.F) {
+	for _, s := range []string{"prod", "prod & eu", "!dev", "(a & b) | c", "a,b", "a & b | c", "((", "!", "a,,b"} {
+		f.Add(s, "prod,eu")
+	}
+	f.Fuzz(func(t *testing.T, expr, active string) {
+		c, err := parseProfileCondition(expr)
+		if err != nil {
+			return
+		}
+		for _, n := range c.names() {
+			if !strings.Contains(expr, n) {
+				t.Fatalf("%q: name %q is not in the expression", expr, n)
+			}
+		}
+		set := SplitProfiles(active)
+		if c.match(set) != c.match(set) {
+			t.Fatalf("%q: match is not stable", expr)
+		}
+	})
+}

@@ -270,27 +270,31 @@ func parseProfileCondition(s string) (profileCondition, error) {
 	return c, nil
 }
 
+// profileTokens splits an expression into operators and names, by bytes
+// (the operators are ASCII), so that a name is a substring of s.
 func profileTokens(s string) []string {
 	var toks []string
-	cur := strings.Builder{}
-	flush := func() {
-		if cur.Len() > 0 {
-			toks = append(toks, cur.String())
-			cur.Reset()
+	start := -1
+	flush := func(i int) {
+		if start >= 0 {
+			toks = append(toks, s[start:i])
+			start = -1
 		}
 	}
-	for _, r := range s {
-		switch r {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
 		case '(', ')', '&', '|', '!':
-			flush()
-			toks = append(toks, string(r))
+			flush(i)
+			toks = append(toks, s[i:i+1])
 		case ' ', '\t':
-			flush()
+			flush(i)
 		default:
-			cur.WriteRune(r)
+			if start < 0 {
+				start = i
+			}
 		}
 	}
-	flush()
+	flush(len(s))
 	return toks
 }
 

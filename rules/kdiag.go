@@ -16,6 +16,10 @@ var kdiagSettings = map[string]Setting{
 	// kafka-go); ParseReaderMode also takes "ondemand".
 	"kdiag.reader": {Name: "kdiag.reader", Type: "STRING", Default39: "poll", Default4x: "poll",
 		Validator: "in(poll, on-demand, ondemand)", Enum: []string{"poll", "on-demand", "ondemand"}},
+	// Model: which kafka-clients release's network behaviour the producer
+	// follows (producer.ParseModel takes the release numbers too).
+	"kdiag.model": {Name: "kdiag.model", Type: "STRING", Default39: "java-3.9", Default4x: "java-3.9",
+		Validator: "in(java-3.9, java-2.1, 3.9, 3.9.0, 2.1, 2.1.1)", Enum: []string{"java-3.9", "java-2.1", "3.9", "3.9.0", "2.1", "2.1.1"}},
 	// Every send callback sleeps this long on the network goroutine.
 	"kdiag.callback.delay.ms": {Name: "kdiag.callback.delay.ms", Type: "LONG", Default39: "0", Default4x: "0",
 		Validator: "atLeast(0)", HasMin: true},

@@ -28,6 +28,7 @@ func TestKdiagKeysMatchProducer(t *testing.T) {
 	values := map[string][]string{
 		"kdiag.reader":            {"poll", "on-demand", "ondemand", " poll ", "stalled", "POLL", ""},
 		"kdiag.callback.delay.ms": {"0", "20000", "-1", "5s", "", "9223372036854775807"},
+		"kdiag.model":             {"java-3.9", "java-2.1", "2.1.1", "3.9", " java-2.1 ", "java-4.0", "JAVA-3.9", ""},
 	}
 	for key, vals := range values {
 		for _, v := range vals {

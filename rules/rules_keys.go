@@ -427,7 +427,7 @@ var kd404 = &Rule{
 		"and refuses callbacks and sasl.jaas.config / ssl.truststore.location with messages of its own: in a " +
 		"librdkafka file these are errors (warnings when plugin.library.paths names plugins, which see every name " +
 		"first). kdiag knows every name of that table, global, topic (also as topic.<name>), producer and consumer " +
-		"(librdkafka 2.15.0's src/rdkafka_conf.c). kdiag produce's own keys (kdiag.reader, kdiag.callback.delay.ms) " +
+		"(librdkafka 2.15.0's src/rdkafka_conf.c). kdiag produce's own keys (kdiag.reader, kdiag.model, kdiag.callback.delay.ms) " +
 		"are known, and their values checked as kdiag produce checks them. Keys meant for " +
 		"serializers and interceptors (schema.registry.*, basic.auth.*, ...) are not reported. kdiag suggests a " +
 		"catalog key within a small edit distance (Damerau-Levenshtein: 1 for short names, up to 3 for long ones).",

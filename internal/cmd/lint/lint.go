@@ -143,6 +143,9 @@ Exit status:
   # The effective configuration a Java producer logged at startup
   kdiag lint app.log
 
+  # A Spring Boot file as its prod profile sees it, for a 2.1 client
+  kdiag lint --profile prod --kafka-version 2.1 application.yml
+
   # Compare with the broker's own idle timeout
   kdiag lint --broker-config /etc/kafka/server.properties producer.properties
 
@@ -160,7 +163,7 @@ Exit status:
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Dialect, "dialect", "", "dialect of every input: java|librdkafka|spring (default: detected per file)")
 	fl.StringVar(&opts.StdinName, "stdin-name", "<stdin>", "file name to report standard input as (also used to detect its dialect)")
-	fl.StringVar(&opts.KafkaVersion, "kafka-version", def.KafkaVersion, "Java client version whose defaults and checks apply: 2.0 to 2.8 (2.1), 3.9, 4.0, 4.1 or 4.x")
+	fl.StringVar(&opts.KafkaVersion, "kafka-version", def.KafkaVersion, "Java client version whose defaults and checks apply: 2.0 ... 2.8, 3.9, 4.0, 4.1 or 4.x")
 	fl.StringVar(&opts.BrokerConfig, "broker-config", "", "broker `server.properties` to read connections.max.idle.ms from")
 	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", def.BrokerIdleMS, "broker connections.max.idle.ms in milliseconds")
 	fl.StringVar(&opts.FailOn, "fail-on", "warning", "lowest severity that makes the exit status 1: info|warning|error|none")

@@ -523,6 +523,11 @@ func (o *Options) lintConfig(p *Process, ps *analyzer.ProcessSeries, c clients.C
 			lintOpts.KafkaVersion = v.String()
 		}
 	}
+	// KD102 says what the broker's idle close costs this client: CLOSE_WAIT
+	// for one that does not read idle connections, reconnects otherwise.
+	if lib := c.Catalog(); lib != nil {
+		lintOpts.HoldsFIN = !lib.ReadsIdle
+	}
 	var facts []analyzer.ConfigFact
 	idle := ""
 	p.ConfigFiles = []ConfigFile{}

@@ -37,9 +37,11 @@ targets() {
     done | sort -u
 }
 
+# wanted NAME [REGEXP...]: whether the target NAME is to run (all without
+# REGEXPs).
 wanted() {
-  [ $# -eq 0 ] && return 0
   local name=$1; shift
+  [ $# -eq 0 ] && return 0
   for re in "$@"; do
     [[ $name =~ ^($re)$ ]] && return 0
   done

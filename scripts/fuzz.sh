@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the module, one after the other, each for
 # FUZZTIME (default 60s), and prints one line per target: package, target,
-# the time it ran, its execs, its result, and the load average before and
-# after it. Results go in docs/fuzz.md.
+# the time it ran, its execs, its result, the longest time its exec count
+# stood still, and the load average before and after it. Results go in
+# docs/fuzz.md.
 #
 #   scripts/fuzz.sh                        # every target, 60 s each, 1 worker
 #   FUZZTIME=5m PARALLEL=2 scripts/fuzz.sh
@@ -18,6 +19,12 @@
 #
 # PARALLEL is go test's -parallel, the number of fuzzing workers (default 1:
 # the machines this runs on are shared; the results say what it was).
+#
+# execs is go test's count, which a worker reports only when it returns a
+# batch: on a loaded machine a worker can run for tens of seconds without
+# returning (golang/go#51484: "0/sec" lines), and what it ran when the time
+# is up goes uncounted. still_s, the longest run of "0/sec" lines (3 s each),
+# says when execs is an undercount.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-60s}
@@ -52,7 +59,7 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime | sed 's/.*avera
 
 failed=0 ran=0
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(go version | cut -d' ' -f3-) $(nproc 2>/dev/null || sysctl -n hw.ncpu) CPUs, commit $(git describe --always --dirty 2>/dev/null || echo "${COMMIT:-unknown}"), -fuzztime $FUZZTIME -parallel $PARALLEL, logs in $LOGDIR"
-printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' package target fuzzed execs result load_before load_after
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' package target fuzzed execs still_s result load_before load_after
 while read -r pkg dir name; do
   wanted "$name" "$@" || continue
   ran=$((ran + 1))
@@ -71,11 +78,12 @@ while read -r pkg dir name; do
   last=$(grep -E '^fuzz: elapsed: .*execs: [0-9]+' "$log" | tail -1 || true)
   elapsed=$(sed -n 's/^fuzz: elapsed: \([^,]*\),.*/\1/p' <<<"$last")
   execs=$(sed -n 's/.*execs: \([0-9]*\).*/\1/p' <<<"$last")
+  still=$(awk '/^fuzz: elapsed: .*execs: / { if (/\(0\/sec\)/) { n++; if (n > m) m = n } else n = 0 } END { print 3 * m }' "$log")
   if [ "$result" = FAIL ]; then
     where=$(grep -o 'testdata/fuzz/[^ ]*' "$log" | head -1 || true)
     result="FAIL ${where:+$dir/$where }(log: $log)"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pkg" "$name" "${elapsed:--}" "${execs:--}" "$result" "$before" "$after"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pkg" "$name" "${elapsed:--}" "${execs:--}" "$still" "$result" "$before" "$after"
 done < <(targets)
 if [ "$ran" -eq 0 ]; then
   echo "fuzz.sh: no fuzz target matched $*" >&2

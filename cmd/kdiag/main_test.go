@@ -70,9 +70,18 @@ func TestOpenFileLimit(t *testing.T) {
 	if m == nil || m[1] != "6" {
 		t.Fatalf("message %q does not say the limit (6) and how many descriptors are open", stderr)
 	}
-	open, _ := strconv.Atoi(m[2])
-	enough := strconv.Itoa(open + fdcheck.Need)
-	stdout, stderr, code = runSh(t, `ulimit -n `+enough+` && exec "$0" "$@"`, check...)
+	// Descriptors a parent leaked (not close-on-exec) above 6 count once
+	// the limit is above them: raise it until the message goes, or the
+	// check runs.
+	var enough string
+	for range 5 {
+		open, _ := strconv.Atoi(m[2])
+		enough = strconv.Itoa(open + fdcheck.Need)
+		stdout, stderr, code = runSh(t, `ulimit -n `+enough+` && exec "$0" "$@"`, check...)
+		if m = limitMessage.FindStringSubmatch(stderr); m == nil || m[1] != enough {
+			break
+		}
+	}
 	if code == cmdutil.ExitCritical || strings.Contains(stderr, "fatal error") || !strings.HasPrefix(stdout, "KDIAG ") {
 		t.Errorf("under ulimit -n %s (%d free): exit %d, stdout %q, stderr:\n%s\nwant the check's verdict", enough, fdcheck.Need, code, stdout, stderr)
 	}

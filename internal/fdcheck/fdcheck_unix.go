@@ -13,25 +13,26 @@ func init() {
 }
 
 // check returns the message to stop with, "" when the limit leaves Need
-// descriptors free.
+// descriptors free. It looks at descriptors from 0 up and stops at the
+// Need-th free one: a few fstat calls at a normal start (0-2 and the
+// runtime's cgroup files open, the next free), all of them below the limit
+// only when it fails.
 func check() string {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return ""
 	}
-	// Above a few thousand, what is open cannot leave fewer than Need
-	// free, and counting would cost a system call per descriptor.
-	if lim.Cur >= 4096 {
-		return ""
-	}
-	open := 0
-	for fd := 0; fd < int(lim.Cur); fd++ {
+	free := 0
+	for fd := uint64(0); fd < lim.Cur && free < Need; fd++ {
 		var st syscall.Stat_t
-		if syscall.Fstat(fd, &st) != syscall.EBADF {
-			open++
+		if syscall.Fstat(int(fd), &st) == syscall.EBADF {
+			free++
 		}
 	}
-	return message(lim.Cur, open)
+	if free >= Need {
+		return ""
+	}
+	return message(lim.Cur, int(lim.Cur)-free)
 }
 
 // message says why kdiag stops with a limit of limit descriptors, open of

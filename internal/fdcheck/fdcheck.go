@@ -2,8 +2,8 @@
 // naming `ulimit -n`, when the open-file limit leaves too few descriptors for
 // the Go runtime, before anything asks for one.
 //
-// The runtime takes two descriptors (epoll and an eventfd on Linux, a kqueue
-// on macOS) the first time a file or socket is opened, and when it cannot
+// The runtime takes descriptors for its poller (on Linux two: epoll and an
+// eventfd) the first time a file or socket is opened, and when it cannot
 // get them it dies with "fatal error: runtime: netpollinit failed", exit
 // status 2: CRITICAL to Nagios, for kdiag's own failure (issue 30: `ulimit -n
 // 6`). A fatal error cannot be recovered, so the limit is checked before the
@@ -16,8 +16,9 @@
 // ("github.com/..." < "internal/...", "net", "os"): it runs before any of
 // them can open a file. Importing anything more (fmt, os) would lose that.
 //
-// Go raises the soft limit to the hard one itself (package syscall's init,
-// before this one), so only a hard limit this low gets here.
+// Go raises the soft limit to just below the hard one itself (package
+// syscall's init, before this one: Cur = Max-1), so only a hard limit this
+// low gets here.
 package fdcheck
 
 // Need is the number of descriptors that must be free under the limit when

@@ -442,9 +442,14 @@ const TextfileName = "kdiag.prom"
 func WriteTextfile(dir string, c *Collector) error {
 	var b bytes.Buffer
 	c.WritePrometheus(&b)
-	// 0644 (less the umask): node_exporter often runs as another user, and
-	// the file holds no command line.
-	return atomicfile.Write(filepath.Join(dir, TextfileName), b.Bytes(), 0o644)
+	// Exactly 0644, whatever the umask: node_exporter runs as a user of
+	// its own (node_exporter, nobody) and must read the file, and it serves
+	// what the file holds (counts, pids, process names, remote endpoints:
+	// no command line) to whoever scrapes it, so others' read adds no
+	// exposure; under a umask of 027 the file would be 0640 root:root,
+	// unreadable to it, and kdiag's metrics would vanish with only an error
+	// in node_exporter's log.
+	return atomicfile.WriteMode(filepath.Join(dir, TextfileName), b.Bytes(), 0o644)
 }
 
 // CleanTextfileDir removes the temporary files a killed kdiag left in dir

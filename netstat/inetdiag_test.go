@@ -343,6 +343,48 @@ func BenchmarkParseInetDiag(b *testing.B) {
 	}
 }
 
+// tcpInfoOf returns a tcp_info from which parseInetDiag decodes s's age
+// again, nil when s has none. Age is tcpi_last_ack_recv. A CLOSE_WAIT
+// socket's AgeSpan and IdleMS come from the other two times (see finSpan):
+// a range is the last data received AgeSpan ms before the last ACK, with
+// data sent since (so no quiet connection pins the FIN's time); an exact age
+// with an idle time is a quiet connection (nothing sent after the last data,
+// no timer) whose last data came IdleMS before the FIN.
+func tcpInfoOf(s Socket) *tcpInfo {
+	if !s.HasAge {
+		return nil
+	}
+	ack := uint32(s.Age / time.Millisecond)
+	info := &tcpInfo{lastDataSent: ack, lastDataRecv: ack, lastAckRecv: ack}
+	switch {
+	case s.AgeSpan != 0:
+		info.lastDataRecv, info.lastDataSent = ack+s.AgeSpan, 0
+	case s.IdleMS != 0:
+		info.lastDataRecv, info.lastDataSent = ack+s.IdleMS, ack+s.IdleMS
+	}
+	return info
+}
+
+// TestTCPInfoOf checks the fuzz target's encoder on the three kinds of age
+// a CLOSE_WAIT socket has: exact, exact with an idle time, and a range.
+func TestTCPInfoOf(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	cw := Socket{Family: IPv4, State: CloseWait, Local: ap("127.0.0.1:41000"), Remote: ap("127.0.0.1:9092"), FD: -1,
+		HasAge: true, Age: 61 * time.Second}
+	exact, idle, span := cw, cw, cw
+	idle.IdleMS = 29000
+	span.AgeSpan = 29000
+	for _, s := range []Socket{exact, idle, span} {
+		got, err := parseInetDiag([]netlink.Message{inetDiagMsg(s, tcpInfoOf(s))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff([]Socket{s}, got, addrPortCmp); d != "" {
+			t.Errorf("encoded and decoded again (-want +got):\n%s", d)
+		}
+	}
+}
+
 func FuzzParseInetDiag(f *testing.F) {
 	for _, m := range syntheticInetDiag(3) {
 		f.Add(uint16(m.Header.Type), m.Data)
@@ -352,6 +394,13 @@ func FuzzParseInetDiag(f *testing.F) {
 	f.Add(uint16(sockDiagByFamily), inetDiagMsg(Socket{Family: IPv4, State: Listen}, &tcpInfo{n: 8}).Data)
 	f.Add(uint16(netlink.Done), []byte{0, 0, 0, 0})
 	f.Add(uint16(sockDiagByFamily), make([]byte, 71))
+	// A CLOSE_WAIT with an exact age and an idle time, and one with an age
+	// range: a round trip that re-encoded the last data's time as the last
+	// ACK's lost both (testdata/fuzz/FuzzParseInetDiag holds what the fuzzer
+	// found of it).
+	cw := Socket{Family: IPv4, State: CloseWait, Local: ap("127.0.0.1:41000"), Remote: ap("127.0.0.1:9092")}
+	f.Add(uint16(sockDiagByFamily), inetDiagMsg(cw, &tcpInfo{lastDataSent: 95000, lastDataRecv: 90000, lastAckRecv: 61000}).Data)
+	f.Add(uint16(sockDiagByFamily), inetDiagMsg(cw, &tcpInfo{lastDataSent: 100, lastDataRecv: 90000, lastAckRecv: 61000}).Data)
 	f.Fuzz(func(t *testing.T, typ uint16, data []byte) {
 		m := netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(typ)}, Data: data}
 		socks, err := parseInetDiag([]netlink.Message{m})
@@ -369,12 +418,7 @@ func FuzzParseInetDiag(f *testing.F) {
 			t.Fatalf("invalid socket accepted: %+v", s)
 		}
 		// The socket, encoded again as the kernel does, decodes the same.
-		var info *tcpInfo
-		if s.HasAge {
-			ms := uint32(s.Age / time.Millisecond)
-			info = &tcpInfo{lastDataRecv: ms, lastAckRecv: ms}
-		}
-		again, err := parseInetDiag([]netlink.Message{inetDiagMsg(s, info)})
+		again, err := parseInetDiag([]netlink.Message{inetDiagMsg(s, tcpInfoOf(s))})
 		if err != nil {
 			t.Fatalf("re-parsing %+v: %v", s, err)
 		}

@@ -36,13 +36,18 @@ type Writer struct {
 	buf bytes.Buffer
 }
 
-// Open opens path for appending, creating it (mode 0644) if needed.
+// Open opens path for appending, creating it (mode 0600 less the umask) if
+// needed. A recording that exists is narrowed to its owner's bits (0644
+// becomes 0600) before anything is appended.
 func Open(path string) (*Writer, error) {
-	// 0600 (less the umask): a recording holds every process's command
-	// line and endpoints. A file that exists keeps its mode.
+	// 0600: a recording holds every process's command line and endpoints.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
+	}
+	if err := ownerOnly(f, path); err != nil {
+		f.Close()
+		return nil, err
 	}
 	w := &Writer{f: f}
 	if err := w.terminateCutLine(path); err != nil {
@@ -50,6 +55,22 @@ func Open(path string) (*Writer, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// ownerOnly takes group and others' bits off a recording that has them (one
+// an older kdiag left 0644): what is appended must not be readable to all.
+// Anything but a regular file (/dev/stdout, a FIFO) is left alone.
+func ownerOnly(f *os.File, path string) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	if m := st.Mode(); m.IsRegular() && m.Perm()&0o077 != 0 {
+		if err := f.Chmod(m.Perm() & 0o700); err != nil {
+			return fmt.Errorf("record: %s is mode %04o, readable beyond its owner, and cannot be made %04o: %w", path, m.Perm(), m.Perm()&0o700, err)
+		}
+	}
+	return nil
 }
 
 // terminateCutLine writes "\n" when the file's last byte is not one: the

@@ -137,3 +137,38 @@ func TestReadMasksOldCommandLines(t *testing.T) {
 		t.Errorf("cmdline = %q, want %q", got, want)
 	}
 }
+
+// TestOpenNarrowsMode appends to a recording an older kdiag left 0644: it
+// becomes 0600 before the snapshot goes in, and keeps what it held.
+func TestOpenNarrowsMode(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "rec.jsonl")
+	old := `{"time":"2026-12-02T10:00:00Z","source":"netlink","sockets":[],"processes":[]}` + "\n"
+	if err := os.WriteFile(p, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	w, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(&netstat.Snapshot{Time: time.Date(2026, 12, 2, 10, 0, 1, 0, time.UTC), Source: "netlink"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("recording mode %04o after Open, want 0600", st.Mode().Perm())
+	}
+	b, _ := os.ReadFile(p)
+	snaps, notes, err := Read(bytes.NewReader(b))
+	if err != nil || len(snaps) != 2 || len(notes) != 0 {
+		t.Errorf("Read = %d snapshots, notes %v, %v; want the old one and the new one", len(snaps), notes, err)
+	}
+}

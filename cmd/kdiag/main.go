@@ -10,6 +10,9 @@ import (
 
 	"github.com/kdiag/kdiag/internal/cmd/root"
 	"github.com/kdiag/kdiag/internal/cmdutil"
+	// Before any package opens a file: exit 3 when ulimit -n leaves the
+	// runtime too few descriptors, where it would die with exit 2.
+	_ "github.com/kdiag/kdiag/internal/fdcheck"
 	"github.com/shirou/gopsutil/v4/process"
 )
 

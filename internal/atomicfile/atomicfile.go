@@ -2,11 +2,13 @@
 // target, renamed over it, so that a reader (node_exporter, a browser, a
 // ticket upload) never sees half a file and a kill -9 leaves the old one.
 //
-// The temporary file is created with the mode asked for, through the
-// process's umask, so kdiag never makes a file more readable than the user
-// allows; a target that exists keeps its own mode (the user chose it). Its
-// name, ".<base>.<pid>.<n>.tmp", carries the writer's pid, so that a later
-// run can remove what a killed one left (CleanStale).
+// The file is written anew, with the mode asked for, through the process's
+// umask, whatever mode a file it replaces had: kdiag's reports hold command
+// lines and endpoints, and a 0644 file left by an older kdiag or another tool
+// must not keep them readable to all (issue 30). WriteMode is for the one
+// file meant for another user's process. The temporary file's name,
+// ".<base>.<pid>.<n>.tmp", carries the writer's pid, so that a later run can
+// remove what a killed one left (CleanStale).
 package atomicfile
 
 import (
@@ -29,18 +31,28 @@ func tempName(base string, pid int, n uint64) string {
 	return "." + base + "." + strconv.Itoa(pid) + "." + strconv.FormatUint(n, 10) + ".tmp"
 }
 
-// Write writes data to path atomically. A new file gets perm (less the
-// umask); an existing one keeps its mode.
-func Write(path string, data []byte, perm fs.FileMode) (err error) {
+// Write writes data to path atomically, as a new file of mode perm less the
+// umask, whatever the mode of the file it replaces.
+func Write(path string, data []byte, perm fs.FileMode) error {
+	return write(path, data, perm, false)
+}
+
+// WriteMode is Write for a file another user's process reads, and that holds
+// nothing it may not (node_exporter's textfile): the file gets exactly mode,
+// the umask not applied, so that a restrictive umask (027) cannot make it
+// unreadable to that process.
+func WriteMode(path string, data []byte, mode fs.FileMode) error {
+	return write(path, data, mode, true)
+}
+
+func write(path string, data []byte, perm fs.FileMode, exact bool) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	existing := false
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
-		perm, existing = st.Mode().Perm(), true
-	}
 	tmp := filepath.Join(dir, tempName(base, os.Getpid(), seq.Add(1)))
+	// Created with the mode it ends with (less the umask): the data is
+	// never in a file more readable than that, not even for a moment.
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
@@ -54,8 +66,7 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 	if _, err = f.Write(data); err != nil {
 		return err
 	}
-	if existing {
-		// The target's mode, which the umask must not narrow.
+	if exact {
 		if err = f.Chmod(perm); err != nil {
 			return err
 		}
@@ -64,6 +75,19 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// Create creates path anew for a file written as a stream, which cannot be
+// written whole (a CPU profile): a regular file there is removed first, so
+// the new one has mode perm less the umask, not the old file's. Unlike
+// Write, a reader can see it half written.
+func Create(path string, perm fs.FileMode) (*os.File, error) {
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 }
 
 // CleanStale removes from dir the temporary files that Write left for base

@@ -15,25 +15,94 @@ func TestWriteModes(t *testing.T) {
 	defer syscall.Umask(old)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "report.html")
+	mode := func() os.FileMode {
+		t.Helper()
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mode().Perm()
+	}
 	if err := Write(p, []byte("one"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
-		t.Errorf("new file under umask 077: mode %o, want 600", st.Mode().Perm())
+	if m := mode(); m != 0o600 {
+		t.Errorf("new file under umask 077: mode %o, want 600", m)
 	}
-	if err := os.Chmod(p, 0o640); err != nil {
+	// A report an older kdiag (or the user) left readable to all is
+	// written anew: the new one holds command lines and endpoints too.
+	if err := os.Chmod(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := Write(p, []byte("two"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(p)
-	if st, _ := os.Stat(p); st.Mode().Perm() != 0o640 || string(b) != "two" {
-		t.Errorf("rewritten file: mode %o content %q, want the mode the user set (640) and the new content", st.Mode().Perm(), b)
+	if m := mode(); m != 0o600 || string(b) != "two" {
+		t.Errorf("rewritten 0644 file: mode %o content %q, want 600 and the new content", m, b)
 	}
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		t.Errorf("%d files in dir, want the report only", len(ents))
+	}
+}
+
+// TestWriteMode writes a textfile for node_exporter under a restrictive
+// umask, new and over a 0600 one: it is 0644 either way.
+func TestWriteMode(t *testing.T) {
+	old := syscall.Umask(0o027)
+	defer syscall.Umask(old)
+	p := filepath.Join(t.TempDir(), "kdiag.prom")
+	for _, before := range []os.FileMode{0, 0o600} {
+		if before != 0 {
+			if err := os.Chmod(p, before); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := WriteMode(p, []byte("x 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("WriteMode 0644 under umask 027 (file before: %o): %v, %v; want mode 644", before, st.Mode().Perm(), err)
+		}
+	}
+}
+
+// TestCreate creates a profile over a 0644 one: the new file is 0600 less
+// the umask, and a symlink is followed, not replaced.
+func TestCreate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cpu.pprof")
+	if err := os.WriteFile(p, []byte("old profile"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(p, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 || string(b) != "new" {
+		t.Errorf("profile over a 0644 file: mode %o, content %q; want 600 and the new content", st.Mode().Perm(), b)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	f, err = Create(link, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("Create through a symlink replaced the link: %v, %v", st.Mode(), err)
 	}
 }
 

@@ -112,7 +112,7 @@ scan that failed).`,
 	fl.DurationVar(&opts.Duration, "duration", 0, "sample for this long for a trend verdict, which needs 6 scans over 30s (0: one look)")
 	fl.DurationVar(&opts.Interval, "interval", time.Second, "time between scans with --duration")
 	fl.DurationVar(&opts.StuckAge, "stuck-age", time.Minute, "CLOSE_WAIT older than this is a finding even when not growing")
-	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", 600000, "the broker's connections.max.idle.ms, which the config lint compares with (default: what the broker's idle closes showed, else 600000)")
+	fl.Int64Var(&opts.BrokerIdleMS, "broker-idle-ms", 600000, "the broker's connections.max.idle.ms for the config lint; when not given, the idle time the broker's closes showed, if they showed one")
 	cmdutil.FormatFlag(fl, &opts.Format, "text", cmdutil.Keys(doctor.Writers))
 	return cmd
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdiag/kdiag/internal/atomicfile"
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/spf13/cobra"
@@ -199,7 +200,7 @@ func runScan(opts *ScanOptions) error {
 	// 0.5 MB higher (18.5 -> 19.0 MB) and made the larger outputs collect
 	// without pause (-o wide: 1.2 s -> 3.0 s). See BENCHMARKS.md.
 	if opts.CPUProfile != "" {
-		f, err := os.Create(opts.CPUProfile)
+		f, err := atomicfile.Create(opts.CPUProfile, 0o600)
 		if err != nil {
 			return err
 		}
@@ -210,7 +211,7 @@ func runScan(opts *ScanOptions) error {
 		defer pprof.StopCPUProfile()
 	}
 	if opts.MemProfile != "" {
-		f, err := os.Create(opts.MemProfile)
+		f, err := atomicfile.Create(opts.MemProfile, 0o600)
 		if err != nil {
 			return err
 		}

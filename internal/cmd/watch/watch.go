@@ -354,7 +354,7 @@ func runWatch(o *WatchOptions) error {
 	// other table.
 	twwidth.SetCacheCapacity(0)
 	if o.CPUProfile != "" {
-		f, err := os.Create(o.CPUProfile)
+		f, err := atomicfile.Create(o.CPUProfile, 0o600)
 		if err != nil {
 			return cmdutil.UsageErrorf("--cpuprofile: %v", err)
 		}
@@ -366,7 +366,7 @@ func runWatch(o *WatchOptions) error {
 	}
 	var memProfile *os.File
 	if o.MemProfile != "" {
-		f, err := os.Create(o.MemProfile)
+		f, err := atomicfile.Create(o.MemProfile, 0o600)
 		if err != nil {
 			return cmdutil.UsageErrorf("--memprofile: %v", err)
 		}

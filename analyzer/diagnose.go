@@ -866,10 +866,12 @@ func notClosedCause(p *ProcessSeries, ev Evidence, why string) Cause {
 		Title:    "Clients created and never closed, or connections dropped without close(): each new instance opens its own connections to the brokers and keeps them.",
 		Evidence: []string{why + "."}}
 	switch lib := ev.Client.Catalog(); {
+	case lib != nil && lib.ID == clients.KafkaClients, lib == nil && isJVM(p, ev):
+		// The Java entry's fix is for its blocked network thread; this
+		// cause is the instances.
+		c.Fix = "Create one KafkaProducer per application, share it across threads (it is thread-safe), and call close() when done: each instance keeps a network thread, a Selector (an epoll fd and an eventfd) and its connections."
 	case lib != nil:
 		c.Fix = lib.Fix
-	case isJVM(p, ev):
-		c.Fix = "Create one KafkaProducer per application, share it, and call close() when done."
 	default:
 		c.Fix = "Create one client (producer) per application, share it, and close it when done."
 	}

@@ -232,7 +232,7 @@ type flagArg struct{ name, value string }
 // TestKdiagValueFlags checks them against the commands' own flags.
 var (
 	produceValueFlags = []string{"config", "bootstrap-server", "set", "topic", "messages", "interval", "reader", "callback-delay", "duration", "log-level", "log-format", "model", "proc-root"}
-	brokerValueFlags  = []string{"brokers", "ports", "listen", "advertise", "idle", "topic", "partitions", "max-request-bytes", "log-level", "duration", "proc-root"}
+	brokerValueFlags  = []string{"brokers", "ports", "listen", "advertise", "idle", "topic", "partitions", "max-request-bytes", "max-queued-request-bytes", "retention-bytes", "log-level", "duration", "proc-root"}
 	reproValueFlags   = []string{"bootstrap-server", "broker-idle", "scale", "duration", "sample-interval", "topic", "output", "o", "proc-root"}
 )
 

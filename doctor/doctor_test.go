@@ -115,7 +115,7 @@ func TestGolden(t *testing.T) {
 		if err := w(&buf, r); err != nil {
 			t.Fatal(err)
 		}
-		ext := map[string]string{"text": "txt", "json": "json", "markdown": "md"}[name]
+		ext := map[string]string{"text": "txt", "json": "json", "markdown": "md", "wide": "wide.txt"}[name]
 		golden := filepath.Join("testdata", "doctor."+ext+".golden")
 		if *update {
 			if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {

@@ -337,81 +337,93 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		e.f("**UNKNOWN: %s; what doctor says below may miss it.**\n\n", mdEscape(r.BlindReason))
 	}
 	if len(r.Processes) > 0 {
-		e.f("| pid | process | client | instances | CLOSE_WAIT | CLOSE (held) | ESTABLISHED | oldest CLOSE_WAIT | verdict | findings |\n")
-		e.f("| ---: | --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |\n")
-		for _, p := range r.Processes {
-			inst := "-"
-			if p.Instances != nil {
-				inst = fmt.Sprint(*p.Instances)
-			}
-			old := "-"
-			if p.OldestCloseWait != nil {
-				old = p.OldestCloseWait.String()
-			}
-			var ids []string
-			for _, f := range p.Findings {
-				ids = append(ids, f.ID)
-			}
-			e.f("| %d | %s | %s | %s | %d | %d | %d | %s | %s | %s |\n", p.PID, mdEscape(p.Name), mdEscape(clientTitle(p)), inst,
-				p.Sockets[netstat.CloseWait.String()], p.Sockets[netstat.Close.String()], p.Sockets[netstat.Established.String()], old, p.Verdict,
-				mdEscape(strings.Join(ids, ", ")))
-		}
-		e.f("\n")
+		mdTable(e, r.Processes)
 	}
 	for _, p := range r.Processes {
-		e.f("### pid %d %s: %s\n\n", p.PID, mdEscape(p.Name), mdEscape(clientTitle(p)))
-		if len(p.Client.Evidence) > 0 {
-			e.f("- Evidence: %s\n", mdEscape(strings.Join(p.Client.Evidence, "; ")))
-		}
-		if p.Cmdline != "" {
-			e.f("- Command: `%s`\n", strings.ReplaceAll(p.Cmdline, "`", "'"))
-		}
-		e.f("- Instances: %s\n", mdEscape(instancesLine(p)))
-		e.f("- Sockets: %s\n", socketLine(p.Sockets))
-		if p.FDs != nil {
-			e.f("- Fds: %s\n", mdEscape(fdWords(p.FDs)))
-		}
-		for _, t := range p.NetworkThreads {
-			e.f("- Network thread %d `%s`: **%s**, wchan `%s`\n", t.TID, t.Name, t.Words(), dash(t.Wchan))
-		}
-		for _, c := range p.ConfigFiles {
-			e.f("- Config `%s` (%s)", c.Path, mdEscape(c.How))
-			if c.Error != "" {
-				e.f(": %s", mdEscape(c.Error))
-			}
-			e.f("\n")
-			for _, f := range c.Findings {
-				e.f("  - %s: %s **%s** %s\n", mdEscape(f.Where), f.Severity, f.Rule, mdEscape(f.Message))
-			}
-		}
-		if p.OldestCloseWait != nil {
-			e.f("- Oldest CLOSE_WAIT: %s\n", mdEscape(p.OldestCloseWait.Words()))
-		}
-		if p.NoFinding != "" {
-			e.f("- %s\n", mdEscape(p.NoFinding))
-		}
-		e.f("\n")
-		for i, f := range p.Findings {
-			e.f("%d. **%s** `%s`: %s\n", i+1, strings.ToUpper(f.Severity.String()), f.ID, mdEscape(f.Title))
-			for _, ev := range f.Evidence {
-				e.f("   - %s\n", mdEscape(ev))
-			}
-			if f.Ends != "" {
-				e.f("   - **Ends:** %s\n", mdEscape(f.Ends))
-			}
-			if f.Fix != "" {
-				e.f("   - **Fix:** %s%s\n", mdEscape(f.Fix), rulesText(f.Rules))
-			}
-			for j, c := range f.Causes {
-				if j > 0 {
-					e.f("   - Also possible (`%s`): %s%s\n", c.ID, mdEscape(c.Text), rulesText(c.Rules))
-				}
-			}
-		}
-		e.f("\n")
+		mdProcess(e, p)
 	}
 	for _, n := range r.Notes {
 		e.f("> note: %s\n", mdEscape(n))
 	}
 	return e.err
+}
+
+// mdTable writes one row a process: its client, counts, oldest
+// CLOSE_WAIT, verdict and findings.
+func mdTable(e *ew, ps []Process) {
+	e.f("| pid | process | client | instances | CLOSE_WAIT | CLOSE (held) | ESTABLISHED | oldest CLOSE_WAIT | verdict | findings |\n")
+	e.f("| ---: | --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |\n")
+	for _, p := range ps {
+		inst := "-"
+		if p.Instances != nil {
+			inst = fmt.Sprint(*p.Instances)
+		}
+		old := "-"
+		if p.OldestCloseWait != nil {
+			old = p.OldestCloseWait.String()
+		}
+		var ids []string
+		for _, f := range p.Findings {
+			ids = append(ids, f.ID)
+		}
+		e.f("| %d | %s | %s | %s | %d | %d | %d | %s | %s | %s |\n", p.PID, mdEscape(p.Name), mdEscape(clientTitle(p)), inst,
+			p.Sockets[netstat.CloseWait.String()], p.Sockets[netstat.Close.String()], p.Sockets[netstat.Established.String()], old, p.Verdict,
+			mdEscape(strings.Join(ids, ", ")))
+	}
+	e.f("\n")
+}
+
+// mdProcess writes one process's section: what doctor read of it, then
+// its findings.
+func mdProcess(e *ew, p Process) {
+	e.f("### pid %d %s: %s\n\n", p.PID, mdEscape(p.Name), mdEscape(clientTitle(p)))
+	if len(p.Client.Evidence) > 0 {
+		e.f("- Evidence: %s\n", mdEscape(strings.Join(p.Client.Evidence, "; ")))
+	}
+	if p.Cmdline != "" {
+		e.f("- Command: `%s`\n", strings.ReplaceAll(p.Cmdline, "`", "'"))
+	}
+	e.f("- Instances: %s\n", mdEscape(instancesLine(p)))
+	e.f("- Sockets: %s\n", socketLine(p.Sockets))
+	if p.FDs != nil {
+		e.f("- Fds: %s\n", mdEscape(fdWords(p.FDs)))
+	}
+	for _, t := range p.NetworkThreads {
+		e.f("- Network thread %d `%s`: **%s**, wchan `%s`\n", t.TID, t.Name, t.Words(), dash(t.Wchan))
+	}
+	for _, c := range p.ConfigFiles {
+		e.f("- Config `%s` (%s)", c.Path, mdEscape(c.How))
+		if c.Error != "" {
+			e.f(": %s", mdEscape(c.Error))
+		}
+		e.f("\n")
+		for _, f := range c.Findings {
+			e.f("  - %s: %s **%s** %s\n", mdEscape(f.Where), f.Severity, f.Rule, mdEscape(f.Message))
+		}
+	}
+	if p.OldestCloseWait != nil {
+		e.f("- Oldest CLOSE_WAIT: %s\n", mdEscape(p.OldestCloseWait.Words()))
+	}
+	if p.NoFinding != "" {
+		e.f("- %s\n", mdEscape(p.NoFinding))
+	}
+	e.f("\n")
+	for i, f := range p.Findings {
+		e.f("%d. **%s** `%s`: %s\n", i+1, strings.ToUpper(f.Severity.String()), f.ID, mdEscape(f.Title))
+		for _, ev := range f.Evidence {
+			e.f("   - %s\n", mdEscape(ev))
+		}
+		if f.Ends != "" {
+			e.f("   - **Ends:** %s\n", mdEscape(f.Ends))
+		}
+		if f.Fix != "" {
+			e.f("   - **Fix:** %s%s\n", mdEscape(f.Fix), rulesText(f.Rules))
+		}
+		for j, c := range f.Causes {
+			if j > 0 {
+				e.f("   - Also possible (`%s`): %s%s\n", c.ID, mdEscape(c.Text), rulesText(c.Rules))
+			}
+		}
+	}
+	e.f("\n")
 }

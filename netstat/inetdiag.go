@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/mdlayher/netlink"
@@ -81,8 +82,17 @@ const (
 // socket in user space. Without INFO the kernel does not fill tcp_info
 // (tcp_get_info, under the socket's lock) for each socket, the dominant
 // kernel cost of a dump, and each reply is ~250 bytes shorter.
-func encodeInetDiagReq(fam Family, states StateSet, info bool) []byte {
-	b := make([]byte, sizeofInetDiagReqV2)
+//
+// With sports, an INET_DIAG_REQ_BYTECODE attribute follows the struct: the
+// kernel then sends only the sockets whose local port is one of them (see
+// sportFilter).
+func encodeInetDiagReq(fam Family, states StateSet, info bool, sports []uint16) []byte {
+	bc := sportFilter(sports)
+	n := sizeofInetDiagReqV2
+	if bc != nil {
+		n += 4 + len(bc) // struct nlattr, then the program (a multiple of 4)
+	}
+	b := make([]byte, n)
 	b[0] = byte(fam)
 	b[1] = ipprotoTCP
 	if info {
@@ -91,7 +101,100 @@ func encodeInetDiagReq(fam Family, states StateSet, info bool) []byte {
 	binary.NativeEndian.PutUint32(b[4:], uint32(states))
 	// id stays zero: a dump matches every address and port. The cookie is
 	// ignored in dumps.
+	if bc != nil {
+		a := b[sizeofInetDiagReqV2:]
+		binary.NativeEndian.PutUint16(a[0:], uint16(4+len(bc))) // nla_len
+		binary.NativeEndian.PutUint16(a[2:], inetDiagReqBytecode)
+		copy(a[4:], bc)
+	}
 	return b
+}
+
+// The inet_diag filter program (include/uapi/linux/inet_diag.h): a
+// sequence of struct inet_diag_bc_op { u8 code; u8 yes; u16 no; }, run by
+// inet_diag_bc_run (net/ipv4/inet_diag.c) for each socket of the wanted
+// states before it is filled in: at each op, a true condition moves yes
+// bytes on, a false one no bytes; the socket is sent when the program ends
+// exactly at its last byte, and skipped when it jumps past it (4 bytes
+// past, by convention). A port comparison carries its port in the no field
+// of a second op. inet_diag_bc_audit rejects (EINVAL) a program whose ops
+// the yes offsets do not chain from the first to the end, or whose no
+// offsets land elsewhere than on that chain or 4 bytes past the end.
+const (
+	inetDiagReqBytecode = 1 // INET_DIAG_REQ_BYTECODE, the request's attribute type
+	bcJmp               = 1 // INET_DIAG_BC_JMP: always false, so it takes no
+	bcSGE               = 2 // INET_DIAG_BC_S_GE: local port >= the port
+	bcSLE               = 3 // INET_DIAG_BC_S_LE: local port <= the port
+
+	// maxFilterRanges bounds the port ranges sportFilter puts in a
+	// program (20 bytes each, in an attribute of at most 64 KiB); a query
+	// with more ranges is filtered in user space alone.
+	maxFilterRanges = 256
+)
+
+// sportFilter returns the filter program that keeps the sockets whose local
+// port is one of ports, nil when ports is empty or makes more than
+// maxFilterRanges ranges. Hand-written because no Go library encodes
+// inet_diag bytecode (see the comment at the top of this file); it is the
+// program ss compiles for "sport = :A or sport = :B", with the S_GE and
+// S_LE comparisons every kernel since 2.6 has (S_EQ came in 4.x), and
+// consecutive ports merged into one range:
+//
+//	GE lo0  LE hi0  JMP end  GE lo1  LE hi1  JMP end ... GE loN  LE hiN
+//
+// A socket below lo_i or above hi_i goes on to range i+1 (past the last:
+// skipped); one within a range reaches the JMP after it, which jumps to
+// the end: kept. The yes offsets chain every op from the first to the end,
+// and every no lands on an op of that chain or 4 bytes past the end, which
+// is what the kernel's audit requires.
+func sportFilter(ports []uint16) []byte {
+	ranges := portRanges(ports)
+	if len(ranges) == 0 || len(ranges) > maxFilterRanges {
+		return nil
+	}
+	const rangeLen, jmpLen = 16, 4 // GE and LE, with their port ops; JMP
+	total := len(ranges)*rangeLen + (len(ranges)-1)*jmpLen
+	b := make([]byte, 0, total)
+	op := func(code, yes uint8, no uint16) {
+		b = append(b, code, yes)
+		b = binary.NativeEndian.AppendUint16(b, no)
+	}
+	for i, r := range ranges {
+		// Where a socket outside this range goes: the next range's GE, or
+		// 4 bytes past the end (skipped). Offsets are from the op itself.
+		next := rangeLen + jmpLen
+		if i == len(ranges)-1 {
+			next = total - len(b) + 4
+		}
+		op(bcSGE, 8, uint16(next))
+		op(0, 0, r[0])
+		op(bcSLE, 8, uint16(next-8))
+		op(0, 0, r[1])
+		if i < len(ranges)-1 {
+			op(bcJmp, 4, uint16(total-len(b))) // to the end: kept
+		}
+	}
+	return b
+}
+
+// portRanges returns ports as sorted ranges of consecutive ports, [lo, hi]
+// inclusive; port 0 (never a socket's local port) is left out.
+func portRanges(ports []uint16) [][2]uint16 {
+	p := slices.Clone(ports)
+	slices.Sort(p)
+	p = slices.Compact(p)
+	var out [][2]uint16
+	for _, x := range p {
+		if x == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1][1]+1 == x {
+			out[n-1][1] = x
+			continue
+		}
+		out = append(out, [2]uint16{x, x})
+	}
+	return out
 }
 
 // parseInetDiag decodes the replies of a SOCK_DIAG_BY_FAMILY dump: one
@@ -229,7 +332,7 @@ func (e *lineErrors) addMessage(i int, m netlink.Message, reason string) {
 // idiag_dst and idiag_dport the remote), in any state, its cookie not
 // checked (INET_DIAG_NOCOOKIE).
 func encodeInetDiagLookup(fam Family, local, remote netip.AddrPort) []byte {
-	b := encodeInetDiagReq(fam, AllStates, false)
+	b := encodeInetDiagReq(fam, AllStates, false, nil)
 	id := b[8:]
 	binary.BigEndian.PutUint16(id[0:], local.Port())
 	binary.BigEndian.PutUint16(id[2:], remote.Port())

@@ -75,6 +75,10 @@ type dumpOptions struct {
 	// a recycled snapshot's, which the dump fills first); on an error it
 	// holds nothing.
 	spill *socketCollector
+	// sports, when set, has the kernel send only the sockets whose local
+	// port is one of these (a bytecode filter: see sportFilter), for
+	// Query.ListenPorts.
+	sports []uint16
 	// library reads the replies through mdlayher/netlink's ReceiveIter
 	// instead of receiveDump: only BenchmarkDumpNetlink sets it, to
 	// measure the difference.
@@ -95,6 +99,7 @@ func dumpNetlinkHost(states StateSet, o dumpOptions) ([]Socket, error) {
 type dumpRequest struct {
 	states StateSet
 	info   bool
+	sports []uint16
 }
 
 // dumpRequests splits states into the requests of one family's dump: the
@@ -108,10 +113,10 @@ type dumpRequest struct {
 func dumpRequests(states, info StateSet) []dumpRequest {
 	var out []dumpRequest
 	if without := states &^ info; without != 0 {
-		out = append(out, dumpRequest{without, false})
+		out = append(out, dumpRequest{states: without})
 	}
 	if with := states & info; with != 0 {
-		out = append(out, dumpRequest{with, true})
+		out = append(out, dumpRequest{states: with, info: true})
 	}
 	return out
 }
@@ -157,6 +162,7 @@ func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, o dumpOptio
 		buf = make([]byte, cmp.Or(bufSize, dumpBufferSize))
 	}
 	for _, r := range dumpRequests(states, o.info) {
+		r.sports = o.sports
 		for _, fam := range fams {
 			if err := dumpOne(c, rc, buf, fam, r, ns, where, socks, &errs); err != nil {
 				if o.spill != nil {
@@ -192,7 +198,7 @@ func dumpNetlink(nsFD int, ns uint64, where string, states StateSet, o dumpOptio
 func dumpOne(c *netlink.Conn, rc syscall.RawConn, buf []byte, fam Family, r dumpRequest, ns uint64, where string, socks *socketCollector, errs *lineErrors) error {
 	req := netlink.Message{
 		Header: netlink.Header{Type: sockDiagByFamily, Flags: netlink.Request | netlink.Dump},
-		Data:   encodeInetDiagReq(fam, r.states, r.info),
+		Data:   encodeInetDiagReq(fam, r.states, r.info, r.sports),
 	}
 	sent, err := c.Send(req)
 	if err != nil {

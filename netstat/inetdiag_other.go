@@ -22,6 +22,7 @@ type dumpOptions struct {
 	scratch *[]Socket
 	seen    *[]uint64
 	spill   *socketCollector // unused: DumpNetlink fails here
+	sports  []uint16
 }
 
 func dumpNetlinkHost(states StateSet, o dumpOptions) ([]Socket, error) { return DumpNetlink(states) }

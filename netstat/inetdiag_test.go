@@ -73,7 +73,7 @@ func TestInetDiagLayouts(t *testing.T) {
 }
 
 func TestEncodeInetDiagReq(t *testing.T) {
-	b := encodeInetDiagReq(IPv6, States(CloseWait, Listen), true)
+	b := encodeInetDiagReq(IPv6, States(CloseWait, Listen), true, nil)
 	want := make([]byte, sizeofInetDiagReqV2)
 	want[0], want[1], want[2] = 10, 6, 1<<1
 	binary.NativeEndian.PutUint32(want[4:], 1<<8|1<<10)
@@ -81,7 +81,7 @@ func TestEncodeInetDiagReq(t *testing.T) {
 		t.Errorf("inet_diag_req_v2 (-want +got):\n%s", d)
 	}
 	// Without INFO: idiag_ext is 0, the rest the same.
-	b = encodeInetDiagReq(IPv6, States(CloseWait, Listen), false)
+	b = encodeInetDiagReq(IPv6, States(CloseWait, Listen), false, nil)
 	want[2] = 0
 	if d := cmp.Diff(want, b); d != "" {
 		t.Errorf("inet_diag_req_v2 without INFO (-want +got):\n%s", d)

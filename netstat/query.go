@@ -26,6 +26,13 @@ type Query struct {
 	Process *regexp.Regexp
 	// RemotePorts keeps sockets whose remote port is one of these.
 	RemotePorts []uint16
+	// ListenPorts keeps sockets whose local port is one of these: the
+	// ports a server listens on (a Kafka broker's 9092), whose side of its
+	// clients' connections they select, listeners included. The kernel
+	// applies it (an inet_diag bytecode filter on the source port, see
+	// sportFilter) when the dump need not list every socket, that is when
+	// the states leave CLOSE out (see held.go's tableStates).
+	ListenPorts []uint16
 	// Remotes keeps sockets whose remote end matches one of these.
 	Remotes []Endpoint
 	// Brokers are the Kafka brokers (a bootstrap list): sockets to them mark
@@ -35,11 +42,11 @@ type Query struct {
 	Brokers []Endpoint
 }
 
-// Held CLOSE sockets and the remote filters (RemotePorts, Remotes,
-// Brokers). A held CLOSE socket (state Close: a CLOSE_WAIT socket a
+// Held CLOSE sockets and the address filters (RemotePorts, Remotes,
+// Brokers, ListenPorts). A held CLOSE socket (state Close: a CLOSE_WAIT socket a
 // keepalive RST took out of every kernel table, its fd still held; see
 // held.go) has no remote address unless a repeated scan saw it in
-// CLOSE_WAIT first, so no remote filter can match it. It is the same leak
+// CLOSE_WAIT first, so no address filter can match it. It is the same leak
 // as the CLOSE_WAIT it was, one stage later (a Go client's moves there
 // within about a minute), so a scan with remote filters keeps the held
 // CLOSE sockets of unknown remote of the processes the filters select,
@@ -58,16 +65,17 @@ type Query struct {
 // A held CLOSE socket whose remote a repeated scan knows is matched by its
 // address, as any other socket.
 
-// remoteFiltered reports whether the query has remote filters, which a
-// held CLOSE socket of unknown remote cannot match.
+// remoteFiltered reports whether the query has address filters (remote
+// ones, or ListenPorts), which a held CLOSE socket of unknown address
+// cannot match.
 func (q Query) remoteFiltered() bool {
-	return len(q.RemotePorts) > 0 || len(q.Remotes) > 0 || len(q.Brokers) > 0
+	return len(q.RemotePorts) > 0 || len(q.Remotes) > 0 || len(q.Brokers) > 0 || len(q.ListenPorts) > 0
 }
 
-// remoteKey names the query's remote filters, so that a repeated scan
+// remoteKey names the query's address filters, so that a repeated scan
 // forgets the processes earlier scans selected when they change.
 func (q Query) remoteKey() string {
-	return fmt.Sprint(q.RemotePorts, q.Remotes, q.Brokers)
+	return fmt.Sprint(q.RemotePorts, q.Remotes, q.Brokers, q.ListenPorts)
 }
 
 // states returns the wanted states, AllStates for 0.
@@ -78,10 +86,20 @@ func (q Query) states() StateSet {
 	return q.States
 }
 
-// matchSocket applies the socket-level filters: remote ports, remotes and
-// brokers. A listener's remote is the unspecified address, port 0.
+// matchSocket applies the socket-level filters: local ports, remote
+// ports, remotes and brokers. A listener's remote is the unspecified
+// address, port 0.
 func (q Query) matchSocket(s *Socket) bool {
-	return q.states().Has(s.State) && q.matchRemote(s.Remote)
+	return q.states().Has(s.State) && q.matchAddrs(s.Local, s.Remote)
+}
+
+// matchAddrs applies the address filters alone: local ports, remote ports,
+// remotes and brokers.
+func (q Query) matchAddrs(local, remote netip.AddrPort) bool {
+	if len(q.ListenPorts) > 0 && !slices.Contains(q.ListenPorts, local.Port()) {
+		return false
+	}
+	return q.matchRemote(remote)
 }
 
 // matchRemote applies the remote filters alone: remote ports, remotes and

@@ -264,7 +264,14 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	dumps := s.dumpAll(ctx, sel.groups, source, dumpStates, info)
+	// The kernel filters by local port where the dump need not list every
+	// socket: a query with CLOSE needs them all (the held CLOSE sockets
+	// are the TCP fds in no dump), and collect filters those.
+	var sports []uint16
+	if !wantClose {
+		sports = q.ListenPorts
+	}
+	dumps := s.dumpAll(ctx, sel.groups, source, dumpStates, info, sports)
 	s.phase("dumped")
 	defer func() {
 		for _, d := range dumps {
@@ -636,7 +643,7 @@ func (s *Scanner) collect(ctx context.Context, snap *Snapshot, dumps []nsDump, q
 			if q.matchSocket(&socks[i]) {
 				socks[i].NetNS = g.ino
 				kept = append(kept, socks[i])
-			} else if matchOthers && socks[i].Inode != 0 && socks[i].State != Listen && q.matchRemote(socks[i].Remote) {
+			} else if matchOthers && socks[i].Inode != 0 && socks[i].State != Listen && q.matchAddrs(socks[i].Local, socks[i].Remote) {
 				tables.match = append(tables.match, socks[i].Inode)
 			}
 		}
@@ -908,8 +915,9 @@ type nsDump struct {
 // independent kernel walks, each mostly waiting on its own recvmsg, so they
 // run at once (up to GOMAXPROCS): on a host with containers, or a bench run
 // in a private namespace, the host's dump no longer waits for the others.
-// A canceled ctx skips the dumps not yet started.
-func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, states, info StateSet) []nsDump {
+// A canceled ctx skips the dumps not yet started. With sports, a netlink
+// dump lists only the sockets whose local port is one of them.
+func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, states, info StateSet, sports []uint16) []nsDump {
 	out := make([]nsDump, len(groups))
 	spare := s.spare
 	s.spare = nil
@@ -924,7 +932,7 @@ func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, 
 		if i == 0 && groups[i].host {
 			into = spare
 		}
-		d.socks, d.spill, d.src, d.err = s.dump(groups[i], into, source, states, info, &d.notes)
+		d.socks, d.spill, d.src, d.err = s.dump(groups[i], into, source, states, info, sports, &d.notes)
 	}
 	if len(groups) == 1 {
 		one(0)
@@ -950,7 +958,7 @@ func (s *Scanner) dumpAll(ctx context.Context, groups []nsGroup, source string, 
 // in spill (joined in collect), decoded into into's memory as far as it
 // goes (a recycled snapshot's, empty: see Recycle); /proc/net/tcp's, in
 // socks.
-func (s *Scanner) dump(g nsGroup, into []Socket, source string, states, info StateSet, n *notes) (socks []Socket, spill *socketCollector, src string, err error) {
+func (s *Scanner) dump(g nsGroup, into []Socket, source string, states, info StateSet, sports []uint16, n *notes) (socks []Socket, spill *socketCollector, src string, err error) {
 	useNetlink := source == SourceNetlink || (source == SourceAuto && s.ProcRoot == "/proc")
 	if useNetlink {
 		pid := 0
@@ -958,6 +966,7 @@ func (s *Scanner) dump(g nsGroup, into []Socket, source string, states, info Sta
 			pid = g.pids[0]
 		}
 		o := s.dumpOptions(pid, states, info)
+		o.sports = sports
 		// Every dump spills into chunks outside the heap, joined into one
 		// slice of the exact size (collect). A repeated scan once kept a
 		// decode buffer of the last dump's size and copied the result out

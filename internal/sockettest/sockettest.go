@@ -521,6 +521,7 @@ func sockaddrToAddrPort(sa unix.Sockaddr) netip.AddrPort {
 // make, by number.
 var kernelStates = map[uint8]string{
 	unix.BPF_TCP_ESTABLISHED: "ESTABLISHED",
+	unix.BPF_TCP_FIN_WAIT2:   "FIN_WAIT2",
 	unix.BPF_TCP_TIME_WAIT:   "TIME_WAIT",
 	unix.BPF_TCP_CLOSE:       "CLOSE",
 	unix.BPF_TCP_CLOSE_WAIT:  "CLOSE_WAIT",

@@ -87,17 +87,68 @@ type remoteState struct {
 	// kafka marks a broker (Options.IsBroker, else the default Kafka
 	// ports): only toward brokers are new connections counted.
 	kafka bool
-	// ports are the local ports of its connections (ESTABLISHED or
+	// opened counts its connections by their local ports (ESTABLISHED or
 	// SYN_SENT: one first seen in CLOSE_WAIT was opened before its close,
-	// which the CLOSE_WAIT findings count) at the current sample,
-	// prev at the last; opened records the connections a sample saw that
-	// the one before it had not (a new local port), by absolute sample.
-	ports, prev []uint16
-	opened      []openedAt
+	// which the CLOSE_WAIT findings count): a new local port is a new
+	// connection.
+	opened openedCounter[uint16]
 }
 
-// openedAt is how many connections sample idx saw opened toward a remote.
+// openedCounter counts the connections opened between samples: it is told
+// each sample's connections (see) by a key unique among them (toward a
+// broker, the local port; on a broker host, the client's port and the
+// listener's: ClientTracker), and records at each sample how many keys the
+// sample before had not (count).
+type openedCounter[K cmp.Ordered] struct {
+	// keys are the current sample's, prev the last's (sorted); at records
+	// the connections a sample saw that the one before it had not, by
+	// absolute sample.
+	keys, prev []K
+	at         []openedAt
+}
+
+// openedAt is how many connections sample idx saw opened.
 type openedAt struct{ idx, n int32 }
+
+// see adds a connection of the current sample.
+func (o *openedCounter[K]) see(k K) { o.keys = append(o.keys, k) }
+
+// count records, at sample idx, the connections whose key the last sample
+// did not see: opened since. Those of a first sample (known false) were
+// open before kdiag looked.
+func (o *openedCounter[K]) count(idx int, known bool) {
+	slices.Sort(o.keys)
+	// Both sorted: one merge pass counts the keys prev lacks.
+	n, j := 0, 0
+	for _, k := range o.keys {
+		for j < len(o.prev) && o.prev[j] < k {
+			j++
+		}
+		if j == len(o.prev) || o.prev[j] != k {
+			n++
+		}
+	}
+	if known && n > 0 {
+		o.at = append(o.at, openedAt{int32(idx), int32(n)})
+	}
+	o.prev, o.keys = o.keys, o.prev[:0]
+}
+
+// trim forgets the counts of samples before base.
+func (o *openedCounter[K]) trim(base int) {
+	for len(o.at) > 0 && int(o.at[0].idx) < base {
+		o.at = o.at[1:]
+	}
+}
+
+// since returns the connections opened at samples idx and later.
+func (o *openedCounter[K]) since(idx int) int {
+	n := 0
+	for i := len(o.at) - 1; i >= 0 && int(o.at[i].idx) >= idx; i-- {
+		n += int(o.at[i].n)
+	}
+	return n
+}
 
 // inodeID identifies a socket across samples: its inode (unique while it
 // lives) in its namespace.
@@ -196,7 +247,7 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 				rs.cur[sk.State]++
 			}
 			if rs.kafka && (sk.State == netstat.Established || sk.State == netstat.SynSent) {
-				rs.ports = append(rs.ports, sk.Local.Port())
+				rs.opened.see(sk.Local.Port())
 			}
 		}
 		if sk.State == netstat.CloseWait || sk.State == netstat.Close && sk.Inode != 0 {
@@ -223,32 +274,11 @@ func (t *Tracker) Add(s *netstat.Snapshot) {
 			rs.counts.push(rs.cur)
 			rs.cur = Counts{}
 			if rs.kafka {
-				rs.countOpened(idx, ps.first < idx)
+				rs.opened.count(idx, ps.first < idx)
 			}
 		}
 	}
 	t.trim()
-}
-
-// countOpened records, at sample idx, the connections whose local port the
-// last sample did not see: opened since. Those of a process's first sample
-// (known false) were open before kdiag looked.
-func (rs *remoteState) countOpened(idx int, known bool) {
-	slices.Sort(rs.ports)
-	// Both sorted: one merge pass counts the ports prev lacks.
-	n, j := 0, 0
-	for _, p := range rs.ports {
-		for j < len(rs.prev) && rs.prev[j] < p {
-			j++
-		}
-		if j == len(rs.prev) || rs.prev[j] != p {
-			n++
-		}
-	}
-	if known && n > 0 {
-		rs.opened = append(rs.opened, openedAt{int32(idx), int32(n)})
-	}
-	rs.prev, rs.ports = rs.ports, rs.prev[:0]
 }
 
 // addSample records s's time, source and notes.
@@ -473,9 +503,7 @@ func (t *Tracker) trim() {
 		}
 		for rk, rs := range ps.remotes {
 			rs.first = trimCounts(&rs.counts, rs.first, t.base)
-			for len(rs.opened) > 0 && int(rs.opened[0].idx) < t.base {
-				rs.opened = rs.opened[1:]
-			}
+			rs.opened.trim(t.base)
 			if rs.counts.allZero() {
 				delete(ps.remotes, rk)
 			}
@@ -586,9 +614,7 @@ func (t *Tracker) analysis(full bool) *Analysis {
 		for rk, rs := range ps.remotes {
 			r := RemoteSeries{Remote: rk.ap, Other: rk.other, Broker: !rk.other && t.isBroker(rk.ap)}
 			r.Last = rs.counts.lastCounts()
-			for _, o := range rs.opened {
-				r.Opened += int(o.n)
-			}
+			r.Opened = rs.opened.since(t.base)
 			p.Opened += r.Opened
 			if full {
 				r.CloseWait = t.fit(&rs.counts, rs.first, Counts.Leaked, time.Time{}, t.opts)

@@ -23,6 +23,8 @@ import (
 type view struct {
 	hostNS uint64
 	now    time.Time
+	// listenPorts are the broker host's view's ports (Query.ListenPorts).
+	listenPorts []uint16
 }
 
 // formats are the -o writers; the flag's help and check are built from the

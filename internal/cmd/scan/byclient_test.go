@@ -261,4 +261,3 @@ func TestClientViewRealSockets(t *testing.T) {
 		}
 	}
 }
-

@@ -12,6 +12,9 @@
 //	kdiag_close_wait_growing{pid,process}                 1 when the analyzer's verdict is growing (a leak)
 //	kdiag_finding{kind,severity,library,version}         client processes with a finding of the diagnosis, by kind and client version
 //	kdiag_client_info{library,version,known_bugs}         client processes by library and version, with the known bugs of that version
+//	kdiag_broker_client_connections{client,state}         on a broker host (watch --listen-ports): its side of its clients' connections by client address
+//	kdiag_broker_client_connections_opened_per_minute{client}  on a broker host: new connections per client address over the last minute
+//	kdiag_broker_client_addresses                         on a broker host: client addresses, those summed under client="other" included
 //	kdiag_unseen_sockets{state}                           sockets kdiag could not attribute because it could not read their possible holders
 //	kdiag_scan_duration_seconds                           how long the last scan took
 //	kdiag_scans_total, kdiag_scan_errors_total            scans done and scans that failed
@@ -87,7 +90,8 @@ var (
 // Families returns every family a Collector writes, in the order it writes
 // them.
 func Families() []Family {
-	return []Family{famSockets, famOldest, famOldestMax, famGrowth, famGrowing, famFinding, famClientInfo, famUnseen, famScanDur, famScans, famErrors, famServed, famLast}
+	return []Family{famSockets, famOldest, famOldestMax, famGrowth, famGrowing, famFinding, famClientInfo, famBrokerConns, famBrokerOpened, famBrokerAddrs,
+		famUnseen, famScanDur, famScans, famErrors, famServed, famLast}
 }
 
 // Collector holds the metrics of the last scan and analysis. Update and
@@ -97,6 +101,9 @@ type Collector struct {
 	// MaxRemotes bounds remote label values per (pid, state); 0 means
 	// DefaultMaxRemotes.
 	MaxRemotes int
+	// MaxClients bounds the client label values of a broker host's
+	// families; 0 means DefaultMaxClients.
+	MaxClients int
 	// Analyzer are the thresholds of the diagnosis behind kdiag_finding
 	// (watch's --stuck-age, its brokers).
 	Analyzer analyzer.Options
@@ -119,6 +126,8 @@ type Collector struct {
 	analysis *analyzer.Analysis
 	findings []findingSeries
 	clients  []clientSeries
+	// broker is the broker host's view (UpdateClients), nil without one.
+	broker *brokerView
 	// unseen is the last scan's netstat.Snapshot.Unseen sockets by state.
 	unseen  map[string]int
 	scanDur float64
@@ -342,6 +351,7 @@ func (c *Collector) WritePrometheus(w io.Writer) {
 		e.sample(famGrowing, g, "pid", p.pid, "process", p.process)
 	}
 	e.writeFleet(c.findings, c.clients)
+	e.writeBrokerClients(c.broker)
 	states := make([]string, 0, len(c.unseen))
 	for st := range c.unseen {
 		states = append(states, st)

@@ -64,15 +64,70 @@ type listenerCount struct {
 
 // clientOf returns the client address of a broker-side socket of a
 // listening port (one of ports; any, when ports is empty), and whether it
-// is one: listeners and held CLOSE sockets of unknown address are not.
-func clientOf(s *netstat.Socket, ports []uint16) (netip.Addr, bool) {
+// is one: listeners, held CLOSE sockets of unknown address, and sockets
+// that a listener of their port does not serve (see listenerSet) are not.
+func clientOf(s *netstat.Socket, ports []uint16, ls listenerSet) (netip.Addr, bool) {
 	if s.State == netstat.Listen || !s.Remote.IsValid() || s.Remote.Port() == 0 {
 		return netip.Addr{}, false
 	}
 	if len(ports) > 0 && !slices.Contains(ports, s.Local.Port()) {
 		return netip.Addr{}, false
 	}
+	if !ls.serves(s) {
+		return netip.Addr{}, false
+	}
 	return s.Remote.Addr().Unmap(), true
+}
+
+// listenerSet holds the addresses the listeners of a snapshot listen on,
+// by network namespace and port. A connection the kernel accepted has its
+// listener's port and an address the listener listens on; a socket of the
+// same port on another address is another connection's client end, whose
+// ephemeral port happens to be the same number (a port in the ephemeral
+// range, 32768-60999 by default; or a TIME_WAIT left from before the
+// listener). With no listener of its namespace and port in the snapshot
+// (none asked for, or the broker gone while its closed connections linger),
+// the port alone decides.
+type listenerSet map[listenerKey][]netip.Addr
+
+type listenerKey struct {
+	netns uint64
+	port  uint16
+}
+
+// listenersOf returns the listeners of socks on ports (any port, when
+// empty).
+func listenersOf(socks []netstat.Socket, ports []uint16) listenerSet {
+	var ls listenerSet
+	for i := range socks {
+		s := &socks[i]
+		if s.State != netstat.Listen || len(ports) > 0 && !slices.Contains(ports, s.Local.Port()) {
+			continue
+		}
+		if ls == nil {
+			ls = listenerSet{}
+		}
+		k := listenerKey{s.NetNS, s.Local.Port()}
+		ls[k] = append(ls[k], s.Local.Addr().Unmap())
+	}
+	return ls
+}
+
+// serves reports whether a listener of s's port in s's namespace listens on
+// s's local address (an unspecified address listens on every one), or
+// there is no listener to ask.
+func (ls listenerSet) serves(s *netstat.Socket) bool {
+	addrs, ok := ls[listenerKey{s.NetNS, s.Local.Port()}]
+	if !ok {
+		return true
+	}
+	local := s.Local.Addr().Unmap()
+	for _, a := range addrs {
+		if a.IsUnspecified() || a == local {
+			return true
+		}
+	}
+	return false
 }
 
 // clientTally accumulates one sample's ClientCounts of one client.
@@ -107,13 +162,15 @@ func (t *clientTally) result(client netip.Addr) ClientCounts {
 }
 
 // ByClient counts the broker-side sockets of socks, those whose local port
-// is one of ports (every socket with a remote when ports is empty), by
-// client address, in SortClients' order. Listeners are left out (they have
-// no client), and so are held CLOSE sockets whose address is unknown.
+// is one of ports (every socket with a remote when ports is empty) on an
+// address a listener of socks listens on (see listenerSet), by client
+// address, in SortClients' order. Listeners are left out (they have no
+// client), and so are held CLOSE sockets whose address is unknown.
 func ByClient(socks []netstat.Socket, ports []uint16) []ClientCounts {
 	tallies := map[netip.Addr]*clientTally{}
+	ls := listenersOf(socks, ports)
 	for i := range socks {
-		a, ok := clientOf(&socks[i], ports)
+		a, ok := clientOf(&socks[i], ports, ls)
 		if !ok {
 			continue
 		}
@@ -197,9 +254,10 @@ func (t *ClientTracker) Add(s *netstat.Snapshot) {
 		return
 	}
 	t.lastDump = s.Dump
+	ls := listenersOf(s.Sockets, t.Ports)
 	for i := range s.Sockets {
 		sk := &s.Sockets[i]
-		a, ok := clientOf(sk, t.Ports)
+		a, ok := clientOf(sk, t.Ports, ls)
 		if !ok {
 			continue
 		}

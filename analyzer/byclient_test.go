@@ -61,6 +61,31 @@ func TestByClient(t *testing.T) {
 	}
 }
 
+// TestByClientListenerAddress checks that a socket of a listening port
+// counts only when a listener of its namespace listens on its address: a
+// client end whose ephemeral port is the same number does not.
+func TestByClientListenerAddress(t *testing.T) {
+	in := func(ns uint64, s netstat.Socket) netstat.Socket { s.NetNS = ns; return s }
+	socks := []netstat.Socket{
+		in(1, brokerSide(netstat.Listen, "10.0.0.1:40000", "0.0.0.0:0")),
+		in(1, brokerSide(netstat.Established, "10.0.0.1:40000", "10.0.1.2:50000")),
+		// A client end of namespace 1 on another address, port 40000 by chance.
+		in(1, brokerSide(netstat.TimeWait, "10.0.0.9:40000", "10.0.1.7:9092")),
+		// Namespace 2 listens on every address.
+		in(2, brokerSide(netstat.Listen, "[::]:40000", "[::]:0")),
+		in(2, netstat.Socket{Family: netstat.IPv6, State: netstat.Established, Local: netip.MustParseAddrPort("[::ffff:10.0.9.1]:40000"), Remote: netip.MustParseAddrPort("[::ffff:10.0.1.3]:50001")}),
+		// Namespace 3 has no listener (the broker gone): its port decides.
+		in(3, brokerSide(netstat.FinWait2, "10.0.8.1:40000", "10.0.1.4:50002")),
+	}
+	var got []string
+	for _, c := range ByClient(socks, []uint16{40000}) {
+		got = append(got, c.Client.String())
+	}
+	if d := cmp.Diff([]string{"10.0.1.2", "10.0.1.3", "10.0.1.4"}, got); d != "" {
+		t.Errorf("clients (-want +got):\n%s", d)
+	}
+}
+
 // sample is a snapshot at t0+at of broker-side ESTABLISHED sockets: for
 // each client, the client ports of its connections to 10.0.0.1:9092.
 func sample(at time.Duration, conns map[string][]uint16) *netstat.Snapshot {

@@ -136,6 +136,14 @@ e.g. --state close-wait,established, to use them.
   --textfile DIR   writes DIR/kdiag.prom for node_exporter's textfile collector
   --report PATH    writes a report at exit (.md: Markdown, else HTML)
 
+On a broker host, --listen-ports 9092 (or --by-client --process kafka, the
+ports the kafka processes listen on) watches the broker's side of its
+clients' connections: the live table has a row per client address, with
+ESTABLISHED, FIN-WAIT-2 (closed by the broker, not yet by the client), and
+NEW/MIN, the connections it opened per minute over the last minute; the
+metrics add kdiag_broker_client_connections{client,state} and
+kdiag_broker_client_connections_opened_per_minute{client}. See docs/scan.md.
+
 With --warn or --crit the watch ends as a monitoring check of its last scan,
 as kdiag scan's (the Nagios plugin convention): the one-line summary before
 the findings (the first line with --quiet), exit 0 OK, 1 WARNING, 2 CRITICAL,
@@ -151,10 +159,14 @@ sockets of one process ("more than N").`,
   # as a node agent: metrics only, every 15 s
   kdiag watch --state close-wait,established --interval 15s --listen 127.0.0.1:9813 --quiet
 
+  # on a broker host: its clients by address, with their rate of new connections
+  kdiag watch --listen-ports 9092 --listen 127.0.0.1:9813
+
   # a Nagios check over a minute: WARNING above 100 CLOSE_WAIT in one process at the end, CRITICAL above 1000
   kdiag watch --state close-wait --duration 1m --quiet --warn 100 --crit 1000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Filters.StatesGiven = cmd.Flags().Changed("state")
 			if cmd.Flags().Changed("warn") || cmd.Flags().Changed("crit") {
 				opts.Check = &Thresholds{Warn: warn, Crit: crit}
 			}
@@ -398,6 +410,15 @@ func runWatch(o *WatchOptions) error {
 			fmt.Fprintf(o.IO.ErrOut, "kdiag watch: --textfile: cleaning up: %v\n", err)
 		}
 	}
+	var clientTr *analyzer.ClientTracker
+	if o.Filters.ClientView() {
+		q, err := scan.ClientQuery(ctx, o.Scan, o.Query)
+		if err != nil {
+			return err
+		}
+		o.Query = q
+		clientTr = &analyzer.ClientTracker{Ports: q.ListenPorts}
+	}
 	aopts := analyzerOptions(o.Query, o.Window, o.StuckAge)
 	aopts.Identify = o.Identify
 	tracker := analyzer.NewTracker(aopts)
@@ -479,11 +500,19 @@ loop:
 			scans++
 			tracker.Add(snap)
 			a := tracker.Current()
+			var cs []analyzer.ClientCounts
+			if clientTr != nil {
+				clientTr.Add(snap)
+				cs = clientTr.Clients()
+			}
 			if o.Listen != "" || o.Textfile != "" {
 				// Only a reader of the metrics needs them: the collector
 				// keeps the snapshot until a scrape aggregates it (or
 				// Release, before the next scan).
 				col.Update(snap, a, dur)
+				if clientTr != nil {
+					col.UpdateClients(cs)
+				}
 			}
 			if o.Textfile != "" {
 				if err := metrics.WriteTextfile(o.Textfile, col); err != nil {
@@ -495,7 +524,11 @@ loop:
 					return err
 				}
 			}
-			if !o.Quiet {
+			switch {
+			case o.Quiet:
+			case clientTr != nil:
+				live.drawClients(snap, cs, o.Query.ListenPorts, dur)
+			default:
 				live.draw(snap, a, dur)
 			}
 			if o.Scanned != nil {
@@ -553,6 +586,9 @@ loop:
 	if chk != nil {
 		// First: what a monitoring system reads.
 		checked = chk.result(o.IO.Out)
+	}
+	if clientTr != nil {
+		writeClientSummary(o.IO.Out, clientTr.Clients(), o.Query.ListenPorts)
 	}
 	if err := report.Text(o.IO.Out, a); err != nil {
 		return err

@@ -503,7 +503,9 @@ loop:
 			var cs []analyzer.ClientCounts
 			if clientTr != nil {
 				clientTr.Add(snap)
-				cs = clientTr.Clients()
+				if !o.Quiet || o.Listen != "" || o.Textfile != "" {
+					cs = clientTr.Clients() // for the live view or the metrics
+				}
 			}
 			if o.Listen != "" || o.Textfile != "" {
 				// Only a reader of the metrics needs them: the collector

@@ -168,3 +168,34 @@ func cmpString(a, b string) int {
 	}
 	return 0
 }
+
+// TestScanNoAges checks that a single scan with NoAges asks no tcp_info:
+// its sockets have no age, where the same scan without it has one for each.
+func TestScanNoAges(t *testing.T) {
+	if !slices.Contains(sources(t), SourceNetlink) {
+		t.Skip("netlink unavailable")
+	}
+	f := newBrokerFixture(t)
+	for _, noAges := range []bool{false, true} {
+		s := NewScanner("/proc")
+		s.Source, s.NoCache, s.NoAges = SourceNetlink, true, noAges
+		snap, err := s.Scan(context.Background(), Query{States: States(Established, CloseWait), ListenPorts: f.ports})
+		if err != nil {
+			t.Fatal(err)
+		}
+		aged := 0
+		for _, x := range snap.Sockets {
+			if x.HasAge {
+				aged++
+			}
+		}
+		switch {
+		case len(snap.Sockets) < 4:
+			t.Fatalf("NoAges %v: %d sockets, want the fixture's 4 ESTABLISHED and 1 CLOSE_WAIT at least", noAges, len(snap.Sockets))
+		case noAges && aged > 0:
+			t.Errorf("NoAges: %d of %d sockets have an age", aged, len(snap.Sockets))
+		case !noAges && aged != len(snap.Sockets):
+			t.Errorf("without NoAges: %d of %d sockets have an age", aged, len(snap.Sockets))
+		}
+	}
+}

@@ -60,6 +60,13 @@ type Scanner struct {
 	// (NoCache) asks tcp_info for every socket, every time.
 	InfoEvery time.Duration
 
+	// NoAges has a single scan (NoCache) ask the kernel for no tcp_info,
+	// so that its sockets have no age: kdiag scan's broker host view sets
+	// it for its table and JSON, which show none. tcp_info is most of a
+	// dump's kernel time and a third of each reply (see
+	// encodeInetDiagReq).
+	NoAges bool
+
 	// Changes, when set, counts the kernel's TCP state changes (kdiag
 	// watch sets it from package events). A repeated scan then reads it
 	// first and, when no socket entered or left a state the query asks
@@ -534,6 +541,9 @@ func (s *Scanner) selectProcesses(q Query, n *notes) (selection, error) {
 // (infoScan false: the ages are carried forward).
 func (s *Scanner) ageRequest(states StateSet, now time.Time) (info StateSet, infoScan bool) {
 	if s.NoCache {
+		if s.NoAges {
+			return 0, true
+		}
 		return states, true
 	}
 	infoScan = s.ages.due(now, cmp.Or(s.InfoEvery, DefaultInfoEvery))

@@ -255,6 +255,9 @@ func runScan(opts *ScanOptions) error {
 		s.NoCache = true // one scan: nothing to reuse
 		// --state close-wait says how many held CLOSE it left out.
 		s.CountHeld = true
+		// The broker host's view by client shows no age (-o wide and the
+		// check's line do).
+		s.NoAges = opts.Filters.ClientView() && opts.Output != "wide" && !opts.monitoring()
 		// The table has a row a process, whose figures do not depend on
 		// the sockets' order (ties broken by address): no sort.
 		s.Unordered = opts.Output == "table"

@@ -87,7 +87,10 @@ const (
 // kernel then sends only the sockets whose local port is one of them (see
 // sportFilter).
 func encodeInetDiagReq(fam Family, states StateSet, info bool, sports []uint16) []byte {
-	bc := sportFilter(sports)
+	var bc []byte
+	if len(sports) > 0 {
+		bc = sportFilter(sports)
+	}
 	n := sizeofInetDiagReqV2
 	if bc != nil {
 		n += 4 + len(bc) // struct nlattr, then the program (a multiple of 4)

@@ -443,6 +443,21 @@ func (c *Cluster) CloseIdle() int {
 	return n
 }
 
+// CloseIdleConn is CloseIdle for one connection, the one whose client
+// address is remote (as the broker's log names it: "127.0.0.1:41234"): it
+// closes it now, as the broker's idle close, if it is open and idle now,
+// and says whether it did. A test that must see a client's reaction to
+// each close on its own (the next close not racing the client's answer to
+// the last) closes them one at a time.
+func (c *Cluster) CloseIdleConn(remote string) bool {
+	for _, l := range c.lns {
+		if l.closeIdleWhere(func(tc *trackedConn) bool { return tc.Conn.RemoteAddr().String() == remote }) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Close stops the cluster: it closes the listeners and every connection
 // (logged as shutdown) and waits for the reapers. It is safe to call more
 // than once.

@@ -254,6 +254,39 @@ func TestCloseIdleLeavesBusyConnections(t *testing.T) {
 	}
 }
 
+// TestCloseIdleConnClosesThatOne: CloseIdleConn closes the idle connection
+// of the client address it names, and no other.
+func TestCloseIdleConnClosesThatOne(t *testing.T) {
+	c, _ := startTest(t, Config{Brokers: 2})
+	var conns []net.Conn
+	for _, addr := range []string{c.Addrs()[0], c.Addrs()[0], c.Addrs()[1]} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		apiVersions(t, conn, 1)
+		conns = append(conns, conn)
+	}
+	waitFor(t, 10*time.Second, "all three idle", func() bool { open, idle := idleCounts(c); return open == 3 && idle == 3 })
+	if c.CloseIdleConn("127.0.0.1:1") {
+		t.Error("CloseIdleConn closed a connection of an address no client has")
+	}
+	if !c.CloseIdleConn(conns[1].LocalAddr().String()) {
+		t.Fatalf("CloseIdleConn(%s) closed nothing", conns[1].LocalAddr())
+	}
+	_ = conns[1].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conns[1].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the named connection: read %v, want EOF", err)
+	}
+	if s := c.Stats(); s.Open != 2 || s.ClosedIdle != 1 {
+		t.Errorf("stats %+v, want the other two open and one idle close", s.Counts)
+	}
+	if c.CloseIdleConn(conns[1].LocalAddr().String()) {
+		t.Error("CloseIdleConn closed the same connection twice")
+	}
+}
+
 func TestClientCloseAndShutdownAreCounted(t *testing.T) {
 	c, logs := startTest(t, Config{Brokers: 2})
 	a, err := net.Dial("tcp", c.Addrs()[0])

@@ -131,10 +131,15 @@ func (l *listener) expired(now time.Time, idle time.Duration) []*trackedConn {
 // closeIdleNow closes, for idleness, every connection that is idle now, and
 // returns how many.
 func (l *listener) closeIdleNow() int {
+	return l.closeIdleWhere(func(*trackedConn) bool { return true })
+}
+
+// closeIdleWhere is closeIdleNow for the connections match keeps.
+func (l *listener) closeIdleWhere(match func(*trackedConn) bool) int {
 	var idle []*trackedConn
 	l.mu.Lock()
 	for tc := range l.conns {
-		if tc.idleNow() {
+		if match(tc) && tc.idleNow() {
 			idle = append(idle, tc)
 		}
 	}

@@ -9,8 +9,9 @@ package clients_test
 // (from NetworkClient's "Initiating connection to node ... (id: N ...)"
 // line, which the model writes in the same words), the requests each
 // carried, who closed it, and whether CLOSE_WAIT appeared and ended. The
-// broker's idle close is driven (Cluster.CloseIdle), and each phase waits
-// for the state it causes.
+// broker's idle close is driven (Cluster.CloseIdleConn), and each phase
+// waits for the state it causes, with a bound, never for a pause that a
+// loaded machine could outlast.
 
 import (
 	"context"
@@ -149,6 +150,59 @@ func (r *recorder) quietSince(t *testing.T, settle time.Duration, from time.Time
 	}
 }
 
+// requests counts the requests of api ("Metadata") the broker has read.
+func (r *recorder) requests(api string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.conns {
+		for _, q := range c.Requests {
+			if strings.HasPrefix(q, api+" ") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// open returns the client addresses of the connections open now, in the
+// order the broker accepted them.
+func (r *recorder) open() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, a := range r.order {
+		if r.conns[a].Closed == "open" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// isOpen says whether the connection of client address remote is open.
+func (r *recorder) isOpen(remote string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.conns[remote]
+	return c != nil && c.Closed == "open"
+}
+
+// awaitRequests waits, for at most 60 s, until the broker has read n
+// requests of api, and says whether it did. It is not fatal: a client that
+// does not send them is what the comparison then shows.
+func (r *recorder) awaitRequests(t *testing.T, api string, n int) bool {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for r.requests(api) < n {
+		if time.Now().After(deadline) {
+			t.Logf("no %s request #%d within 60s", api, n)
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
 var initiating = regexp.MustCompile(`Initiating connection to node \S+ \(id: (-?\d+) rack`)
 
 // initiatedNodes reads the node ids of "Initiating connection" lines.
@@ -170,9 +224,7 @@ type diffClient interface {
 	pid() int               // the process holding its sockets
 	log() string            // its NetworkClient-style log
 	owns(local string) bool // whether a local address is one of its sockets
-	// started waits for what the client does by itself at creation (3.9.0:
-	// its producer ID), so that the first send never races it.
-	started()
+	version() string        // the kafka-clients version it is or models
 }
 
 // diffResult is what a scenario saw.
@@ -188,17 +240,43 @@ type diffResult struct {
 
 const settle = 1500 * time.Millisecond
 
-// scenarioPolling: start, send, the broker closes every idle connection,
-// the client reconnects, close.
-func scenarioPolling(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClient) diffResult {
-	cl.started()
+// startUp waits for what the client does by itself at creation, so that
+// the first send never races it, and returns how many connections it
+// made. 3.9.0 (real or model) fetches metadata, then its producer ID and
+// its telemetry subscriptions (KIP-714), each awaited in turn with a
+// bound rather than guessed from a pause (a JVM on a loaded machine may
+// pause for longer than any settle); 2.1.1 does nothing at creation, and
+// the settle from its creation gives one that would time to show it.
+func startUp(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClient) int {
+	t.Helper()
+	if cl.version() == "3.9.0" {
+		waitFor(t, 60*time.Second, "the producer ID (3.9.0's start)", func() bool { return strings.Contains(cl.log(), "ProducerId set to") })
+		rec.awaitRequests(t, "GetTelemetrySubscriptions", 1)
+	}
 	rec.quietSince(t, settle, time.Now())
-	res := diffResult{AtCreation: c.Stats().Accepted}
+	return c.Stats().Accepted
+}
+
+// scenarioPolling: start, send, the broker closes each idle connection,
+// the client reconnects, close. The connections are closed one at a time,
+// in the order they were made, and each close's consequence (the metadata
+// request both versions make after a disconnect, on a connection still
+// open or a new one) is awaited before the next: were they closed at once,
+// how far the client had got with the first when the second came would
+// decide where its metadata request went.
+func scenarioPolling(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClient) diffResult {
+	res := diffResult{AtCreation: startUp(t, rec, c, cl), CloseWaitEnded: true}
 	cl.send()
 	rec.quiet(t, settle)
-	closed := closeAllIdle(t, c, rec)
-	res.CloseWaitSeen, res.CloseWaitEnded = watchCloseWait(t, c, cl, closed, nil)
-	rec.quiet(t, settle)
+	for _, remote := range rec.open() {
+		md := rec.requests("Metadata")
+		closeIdle(t, c, rec, remote)
+		seen, ended := watchCloseWait(t, c, cl, []string{remote}, nil)
+		res.CloseWaitSeen = res.CloseWaitSeen || seen
+		res.CloseWaitEnded = res.CloseWaitEnded && ended
+		rec.awaitRequests(t, "Metadata", md+1)
+		rec.quiet(t, settle)
+	}
 	cl.close()
 	waitFor(t, 30*time.Second, "every connection closed", func() bool { return c.Stats().Open == 0 })
 	res.Conns = rec.sequence(t, initiatedNodes(cl.log()))
@@ -207,16 +285,20 @@ func scenarioPolling(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClie
 
 // scenarioBlocked: start, send, a callback blocks the network thread, the
 // broker closes every idle connection, the test releases the callback,
-// close.
+// the client closes them and reconnects, close.
 func scenarioBlocked(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClient) diffResult {
-	cl.started()
-	rec.quietSince(t, settle, time.Now())
-	res := diffResult{AtCreation: c.Stats().Accepted}
+	res := diffResult{AtCreation: startUp(t, rec, c, cl)}
 	cl.send()
 	rec.quiet(t, settle)
 	cl.sendBlock()
-	closed := closeAllIdle(t, c, rec)
+	// The blocked client cannot react between the closes: all at once.
+	closed := rec.open()
+	for _, remote := range closed {
+		closeIdle(t, c, rec, remote)
+	}
+	md := rec.requests("Metadata")
 	res.CloseWaitSeen, res.CloseWaitEnded = watchCloseWait(t, c, cl, closed, cl.release)
+	rec.awaitRequests(t, "Metadata", md+1)
 	rec.quiet(t, settle)
 	cl.close()
 	waitFor(t, 30*time.Second, "every connection closed", func() bool { return c.Stats().Open == 0 })
@@ -224,20 +306,14 @@ func scenarioBlocked(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClie
 	return res
 }
 
-// closeAllIdle drives the broker's idle close until every open connection
-// is closed, and returns the client addresses it closed.
-func closeAllIdle(t *testing.T, c *broker.Cluster, rec *recorder) []string {
+// closeIdle drives the broker's idle close of the connection of client
+// address remote, and only that one (Cluster.CloseIdleConn), waiting for
+// it to be idle (at most 20 s); one the client closed meanwhile is left.
+func closeIdle(t *testing.T, c *broker.Cluster, rec *recorder, remote string) {
 	t.Helper()
-	rec.mu.Lock()
-	from := len(rec.idleShut)
-	rec.mu.Unlock()
-	waitFor(t, 20*time.Second, "the broker closes every idle connection", func() bool {
-		c.CloseIdle()
-		return c.Stats().Open == 0
+	waitFor(t, 20*time.Second, "the broker closes "+remote, func() bool {
+		return c.CloseIdleConn(remote) || !rec.isOpen(remote)
 	})
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	return append([]string(nil), rec.idleShut[from:]...)
 }
 
 // watchCloseWait follows the sockets the broker closed. Without release
@@ -284,6 +360,7 @@ func watchCloseWait(t *testing.T, c *broker.Cluster, cl diffClient, closed []str
 type javaClient struct {
 	j    *javaProducer
 	sent int
+	vers string // its kafka-clients version
 }
 
 func (c *javaClient) send() {
@@ -300,10 +377,10 @@ func (c *javaClient) release() {
 	c.j.waitLine(fmt.Sprintf("acked %d", c.sent))
 	c.sent++
 }
-func (c *javaClient) started()    { waitStarted(c.j.t, c.log) }
-func (c *javaClient) close()      { c.j.do("close"); c.j.waitLine("closed") }
-func (c *javaClient) pid() int    { return c.j.pid }
-func (c *javaClient) log() string { return c.j.stderr() }
+func (c *javaClient) version() string { return c.vers }
+func (c *javaClient) close()          { c.j.do("close"); c.j.waitLine("closed") }
+func (c *javaClient) pid() int        { return c.j.pid }
+func (c *javaClient) log() string     { return c.j.stderr() }
 func (c *javaClient) owns(local string) bool {
 	return true // checked against its sockets by the broker's log and sockets()
 }
@@ -316,6 +393,8 @@ type modelClient struct {
 	gate  chan struct{}
 	acked chan error
 	local map[string]bool
+	// vers is the kafka-clients version the model follows.
+	vers string
 }
 
 func (c *modelClient) send() {
@@ -354,8 +433,8 @@ func (c *modelClient) sendBlock() {
 		c.t.Fatal("model: the callback did not run within 60s")
 	}
 }
-func (c *modelClient) started() { waitStarted(c.t, c.log) }
-func (c *modelClient) release() { close(c.gate); c.wait() }
+func (c *modelClient) version() string { return c.vers }
+func (c *modelClient) release()        { close(c.gate); c.wait() }
 func (c *modelClient) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -413,11 +492,11 @@ func TestDifferentialJavaModel(t *testing.T) {
 			t.Run(v.version+"/"+sc.name, func(t *testing.T) {
 				c, rec := startRecordedBroker(t)
 				j := startJava(t, v.version, c.BootstrapServers(), 1)
-				real := sc.run(t, rec, c, &javaClient{j: j})
+				real := sc.run(t, rec, c, &javaClient{j: j, vers: v.version})
 				t.Logf("kafka-clients %s:\n%s", v.version, describe(real))
 
 				c2, rec2 := startRecordedBroker(t)
-				model := startModel(t, v.model, c2.BootstrapServers())
+				model := startModel(t, v.model, v.version, c2.BootstrapServers())
 				got := sc.run(t, rec2, c2, model)
 				t.Logf("model %s:\n%s", v.model, describe(got))
 				if diff := cmp.Diff(real, got); diff != "" {
@@ -441,7 +520,7 @@ func osGetpid() int { return os.Getpid() }
 
 // startModel starts the reference producer as `kdiag produce --model`
 // does, logging NetworkClient's lines at DEBUG.
-func startModel(t *testing.T, model, bootstrap string) *modelClient {
+func startModel(t *testing.T, model, version, bootstrap string) *modelClient {
 	t.Helper()
 	cfg, err := producer.ParseConfig(map[string]string{"bootstrap.servers": bootstrap, producer.KeyModel: model})
 	if err != nil {
@@ -453,17 +532,5 @@ func startModel(t *testing.T, model, bootstrap string) *modelClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	return &modelClient{t: t, p: p, logs: logs, gate: make(chan struct{}), acked: make(chan error, 4)}
-}
-
-// waitStarted waits, for at most 60 s, until a 3.9.0 client (real or
-// model) has its producer ID: the last of what it does at creation. A 2.1.1
-// one does nothing at creation; the settle that follows gives one that
-// would time to show it.
-func waitStarted(t *testing.T, log func() string) {
-	t.Helper()
-	if !strings.Contains(log(), "3.9.0") {
-		return
-	}
-	waitFor(t, 60*time.Second, "the producer ID (3.9.0's start)", func() bool { return strings.Contains(log(), "ProducerId set to") })
+	return &modelClient{t: t, p: p, logs: logs, gate: make(chan struct{}), acked: make(chan error, 4), vers: version}
 }

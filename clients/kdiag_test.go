@@ -456,12 +456,16 @@ func testKdiagBroker(t *testing.T, bin string) {
 // producer, started by it, with the reader and connections.max.idle.ms of
 // their command lines; repro itself runs the embedded brokers.
 func testReproChildren(t *testing.T, bin string) {
-	cmd := startKdiag(t, bin, "", "repro", "--duration", "20s")
+	// A scenario whose producer polls and one whose producer reads on
+	// demand; the scenarios start side by side, each when its broker is
+	// up, so the test waits for both producers, not for the first.
+	scenarios := []string{"healthy", "passive-close"}
+	cmd := startKdiag(t, bin, "", append([]string{"repro", "--duration", "20s"}, scenarios...)...)
 	repro := cmd.Process.Pid
 	var kids []int
 	waitUntil(t, 90*time.Second, "kdiag repro's producers started and identifiable", func() bool {
 		kids = childrenOf(t, repro)
-		if len(kids) == 0 {
+		if len(kids) < len(scenarios) {
 			return false
 		}
 		for _, k := range kids {

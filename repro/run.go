@@ -220,6 +220,8 @@ type Result struct {
 	Name string `json:"name"`
 	// Shows is Scenario.Describe at the run's scale.
 	Shows string `json:"shows"`
+	// StandsFor is Scenario.StandsFor: the real clients the run stands for.
+	StandsFor string `json:"stands_for"`
 	// Scale is 10m / BrokerIdle: what the real timers were divided by.
 	Scale float64 `json:"scale"`
 	// Config is the producer settings (--set) the child ran with.
@@ -293,6 +295,7 @@ func Run(ctx context.Context, sc Scenario, opts Options, progress func(Sample)) 
 	res := &Result{
 		Name:               sc.Name,
 		Shows:              sc.Describe(b),
+		StandsFor:          sc.StandsFor,
 		Scale:              float64(RealBrokerIdle) / float64(b),
 		Config:             sc.Settings(b),
 		Reader:             sc.Reader,
@@ -393,7 +396,9 @@ func sampleLoop(ctx context.Context, sc Scenario, ch *child, opts Options, res *
 	deadline := ch.started.Add(opts.Duration)
 	hardEnd := deadline.Add(2 * opts.BrokerIdle)
 	settleEnd := deadline.Add(max(opts.BrokerIdle/SettleFraction, SettleSamples*opts.SampleInterval))
-	hold := max(opts.BrokerIdle/3, 2*opts.SampleInterval)
+	// Held long enough that no reader could mistake it for a FIN read at
+	// once (AtOnce).
+	hold := max(opts.BrokerIdle/3, AtOnce+2*opts.SampleInterval)
 	phase := stallNone
 	if sc.BlockCallbacks {
 		phase = stallWaiting

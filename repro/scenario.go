@@ -1,16 +1,22 @@
-// Package repro reproduces passive-close CLOSE_WAIT on demand: each scenario
-// starts the embedded idle-closing broker (or uses a real cluster), runs the
-// reference producer (`kdiag produce`) as a child process with the
-// scenario's configuration, samples the child's TCP sockets every
-// SampleInterval through netstat, and says what it saw.
+// Package repro reproduces passive-close CLOSE_WAIT on demand, and says
+// what a client does with the broker's idle close.
 //
-// Scenarios are data (Catalog): their timers are written at real scale, in
-// the terms of the Java client and the broker (broker connections.max.idle.ms
-// 600000, client 540000, metadata.max.age.ms 300000), and each run scales
-// them by BrokerIdle/10m, so that with the default scale (a 3 s broker idle)
-// a scenario shows in seconds what takes a production client minutes.
-// Everything a run reports, its description included (Scenario.Describe),
-// is at the run's scale.
+// Scenarios (Catalog, Run) start the embedded idle-closing broker (or use a
+// real cluster), run the reference producer (`kdiag produce`, the model of
+// kafka-clients 3.9.0) as a child process with the scenario's
+// configuration, sample the child's TCP sockets every SampleInterval
+// through netstat, and say what they saw. Their timers are written at real
+// scale, in the terms of the Java client and the broker (broker
+// connections.max.idle.ms 600000, client 540000, metadata.max.age.ms
+// 300000), and each run scales them by BrokerIdle/10m, so that with the
+// default scale (a 3 s broker idle) a scenario shows in seconds what takes
+// a production client minutes. request.timeout.ms is not scaled (see
+// Scenario.Settings). Everything a run reports, its description included
+// (Scenario.Describe), is at the run's scale.
+//
+// RunCommand (`kdiag repro -- CMD`) runs the user's own program against
+// the embedded cluster instead, follows it and its children, drives the
+// broker's idle closes, and says, close by close, what the program did.
 package repro
 
 import (
@@ -35,11 +41,13 @@ type Expect int
 
 // What the scenarios show.
 const (
-	// ExpectNoCloseWait: the client closes idle connections before the
-	// broker does; no socket is ever seen in CLOSE_WAIT.
+	// ExpectNoCloseWait: idle connections end, closed by the client (its
+	// idle timeout) or by the broker, whose FIN the client reads at once:
+	// no socket stays in CLOSE_WAIT for AtOnce or longer.
 	ExpectNoCloseWait Expect = iota
 	// ExpectBrokerClosesClientFollows: the broker closes idle connections
-	// and the client closes its end at once: none is left in CLOSE_WAIT.
+	// and the client closes its end at once: none stays in CLOSE_WAIT for
+	// AtOnce or longer.
 	ExpectBrokerClosesClientFollows
 	// ExpectHeld: connections the broker closed stay in CLOSE_WAIT to the end.
 	ExpectHeld
@@ -54,9 +62,9 @@ const (
 func (e Expect) String() string {
 	switch e {
 	case ExpectNoCloseWait:
-		return "no CLOSE_WAIT: the client closes idle connections first"
+		return "no CLOSE_WAIT held: the client closes idle connections itself, or reads the broker's FIN at once"
 	case ExpectBrokerClosesClientFollows:
-		return "the broker closes idle connections, the client closes at once: no CLOSE_WAIT left"
+		return "the broker closes idle connections, the client reads the FIN and closes at once: no CLOSE_WAIT held"
 	case ExpectHeld:
 		return "CLOSE_WAIT held to the end"
 	case ExpectGrowth:
@@ -67,11 +75,23 @@ func (e Expect) String() string {
 	return fmt.Sprintf("Expect(%d)", int(e))
 }
 
+// AtOnce is how soon after the broker's FIN a client must close its socket
+// for the close to count as "at once", not as CLOSE_WAIT held: the real
+// Java client took 0-59 ms (../shared/java-clients/README.md); the rest is
+// room for a busy machine. A socket sampled in CLOSE_WAIT younger than
+// this, then gone, was read and closed at once.
+const AtOnce = time.Second
+
 // Scenario is one reproduction: a producer configuration at real scale and
 // what it is meant to show.
 type Scenario struct {
 	// Name is the argument of `kdiag repro NAME`.
 	Name string
+	// StandsFor names the real clients whose behaviour the scenario's
+	// producer follows (its reader and configuration): the Java client's
+	// scenarios are checked against kafka-clients 3.9.0, the others
+	// against the Go clients they name (clients/repro_test.go).
+	StandsFor string
 	// Shows says, for an SRE, what the scenario demonstrates. {broker_idle}
 	// and {client_idle} stand for the scaled timeouts (Describe).
 	Shows string
@@ -104,26 +124,35 @@ type Scenario struct {
 func Catalog() []Scenario {
 	return []Scenario{
 		{
-			Name:       "healthy",
-			Shows:      "Java defaults: the client's connections.max.idle.ms ({client_idle}) is below the broker's ({broker_idle}), so the client closes idle connections first and no CLOSE_WAIT appears",
+			Name:      "healthy",
+			StandsFor: "kafka-clients 3.9.0 with its defaults, network thread polling",
+			Shows: "the Java client's defaults: connections.max.idle.ms ({client_idle}) below the broker's ({broker_idle}). " +
+				"The client closes an idle connection only when a poll ends, at most one per poll, and its polls do not wait for the idle deadline: " +
+				"it closes those whose deadline a poll passes before the broker's, and the broker closes the others first. It reads each FIN at once and closes, " +
+				"then fetches metadata and reconnects (reconnect churn): no CLOSE_WAIT",
 			Reader:     "poll",
 			ClientIdle: 540 * time.Second,
 			Interval:   800 * time.Second,
-			Cause:      "the client closed its idle connections first",
+			Cause:      "a client that reads every connection holds none unless its network thread stalls (a busy machine?)",
 			Expect:     ExpectNoCloseWait,
 		},
 		{
-			Name:       "never-idle",
-			Shows:      "connections.max.idle.ms=-1 with a Java-like client that reads every connection: the broker closes idle connections, the client sees the FIN at once, closes, and reconnects on its next send",
+			Name:      "never-idle",
+			StandsFor: "kafka-clients 3.9.0 with connections.max.idle.ms=-1, network thread polling",
+			Shows: "the Java client with connections.max.idle.ms=-1: it never closes an idle connection, the broker closes them all; " +
+				"it reads each FIN at once, closes, and reconnects for its next metadata request or send (reconnect churn): no CLOSE_WAIT",
 			Reader:     "poll",
 			ClientIdle: -1,
 			Interval:   800 * time.Second,
-			Cause:      "the client reads every connection and closes on the broker's FIN",
+			Cause:      "a client that reads every connection holds none unless its network thread stalls (a busy machine?)",
 			Expect:     ExpectBrokerClosesClientFollows,
 		},
 		{
-			Name:       "passive-close",
-			Shows:      "connections.max.idle.ms=-1 with a client that reads only while a response is pending (Sarama, franz-go, kafka-go): every connection the broker closes stays in CLOSE_WAIT until the client writes on it again",
+			Name:      "passive-close",
+			StandsFor: "Sarama, franz-go and kafka-go (not the Java client, which reads every connection)",
+			Shows: "a client that reads a connection only while a response is pending, as Sarama, franz-go and kafka-go do, " +
+				"with no idle timeout of its own (connections.max.idle.ms=-1): every connection the broker closes stays in CLOSE_WAIT " +
+				"until the client writes on it again; one it never uses again (the bootstrap connection) stays to the end",
 			Reader:     "on-demand",
 			ClientIdle: -1,
 			Interval:   800 * time.Second,
@@ -131,8 +160,10 @@ func Catalog() []Scenario {
 			Expect:     ExpectHeld,
 		},
 		{
-			Name:               "leak",
-			Shows:              "a new producer for every message, never closed (a Go client with no idle timeout): connections grow with every message, and each one the broker closes stays in CLOSE_WAIT",
+			Name:      "leak",
+			StandsFor: "a Go client (Sarama, franz-go, kafka-go) created for every message and never closed",
+			Shows: "a new producer for every message, never closed, of a client that does not read idle connections and has no idle timeout: " +
+				"connections grow with every message, and each one the broker closes stays in CLOSE_WAIT",
 			Reader:             "on-demand",
 			ClientIdle:         -1,
 			Interval:           200 * time.Second,
@@ -141,13 +172,16 @@ func Catalog() []Scenario {
 			Expect:             ExpectGrowth,
 		},
 		{
-			Name:           "stalled-callback",
-			Shows:          "Java defaults, but a send callback blocks the network goroutine for longer than the broker's idle timeout ({broker_idle}): nothing reads the sockets meanwhile, so the broker's idle close leaves every connection in CLOSE_WAIT until the callback returns (kdiag releases it once they all are); then the client closes them",
+			Name:      "stalled-callback",
+			StandsFor: "kafka-clients 3.9.0 whose send callback (or interceptor) blocks the network thread",
+			Shows: "the Java client's defaults, but a send callback blocks the network thread for longer than the broker's idle timeout ({broker_idle}): " +
+				"nothing reads the sockets meanwhile, so every connection the broker closes stays in CLOSE_WAIT until the callback returns " +
+				"(kdiag releases it once they all are; connections.max.idle.ms below the broker's does not help while it blocks); then the client closes them",
 			Reader:         "poll",
 			ClientIdle:     540 * time.Second,
 			Interval:       800 * time.Second,
 			BlockCallbacks: true,
-			Cause:          "a send callback blocked the network goroutine, so nothing read the broker's FIN until it returned",
+			Cause:          "a send callback blocked the network thread, so nothing read the broker's FIN until it returned",
 			Expect:         ExpectWhileBlocked,
 		},
 	}
@@ -195,8 +229,18 @@ func Scale(d, brokerIdle time.Duration) time.Duration {
 }
 
 // Settings returns the producer properties the scenario runs with against a
-// broker whose idle timeout is brokerIdle. Only the idle and metadata timers
-// are scaled; request and delivery timeouts keep their real defaults.
+// broker whose idle timeout is brokerIdle. The idle and metadata timers are
+// scaled. request.timeout.ms is not, and is set to its default, 30000, so
+// that the configuration shown is the one that ran: it also bounds how long
+// the Java client's network thread waits in a poll (NetworkClient.poll
+// waits at most the least of it and the metadata and telemetry timers), so
+// at real scale the client looks for expired idle connections at least
+// every 30 s, half the minute between its idle timeout and the broker's;
+// scaled (150 ms at the default scale) requests would time out on a busy
+// machine (kafka-clients 3.9.0 at request.timeout.ms=150, load 18-25: 12
+// requests timed out in 12 s). So at scale the poll waits up to
+// metadata.max.age.ms, and the client closes fewer idle connections itself
+// before the broker does than it would at real scale (RequestTimeoutNote).
 func (s Scenario) Settings(brokerIdle time.Duration) map[string]string {
 	idle := "-1"
 	if s.ClientIdle >= 0 {
@@ -205,5 +249,18 @@ func (s Scenario) Settings(brokerIdle time.Duration) map[string]string {
 	return map[string]string{
 		"connections.max.idle.ms": idle,
 		"metadata.max.age.ms":     strconv.FormatInt(Scale(RealMetadataMaxAge, brokerIdle).Milliseconds(), 10),
+		"request.timeout.ms":      strconv.FormatInt(RealRequestTimeout.Milliseconds(), 10),
 	}
 }
+
+// RealRequestTimeout is the client's request.timeout.ms default (30000),
+// which scenarios keep unscaled (Settings).
+const RealRequestTimeout = 30 * time.Second
+
+// RequestTimeoutNote says, for help and reports, why request.timeout.ms is
+// not scaled and what that changes.
+const RequestTimeoutNote = "request.timeout.ms keeps its real 30s: scaled down (150ms at --scale 200), requests time out on a busy machine. " +
+	"It also bounds the Java client's poll, whose end is when it closes an expired idle connection (one per poll): " +
+	"at real scale the client looks at least every 30s, half the minute between its 9m idle timeout and the broker's 10m, " +
+	"and closes most idle connections itself; at scale it looks only when metadata.max.age.ms or an event wakes it, " +
+	"so the broker closes more of them first than it would at real scale"

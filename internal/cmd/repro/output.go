@@ -303,7 +303,11 @@ func writeExplanations(w io.Writer, results []*repro.Result, width int) {
 	text := max(width-nameCol, 30)
 	fmt.Fprintln(w, "\nWhat each scenario shows:")
 	for _, r := range results {
-		fmt.Fprintf(w, "  %-17s %s\n", r.Name, wrap(r.Shows, text, strings.Repeat(" ", nameCol)))
+		shows := r.Shows
+		if r.StandsFor != "" {
+			shows += ". Stands for " + r.StandsFor + "."
+		}
+		fmt.Fprintf(w, "  %-17s %s\n", r.Name, wrap(shows, text, strings.Repeat(" ", nameCol)))
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "  %-17s note: %s\n", "", wrap(n, text-6, strings.Repeat(" ", nameCol+6)))
 		}

@@ -153,7 +153,7 @@ func TestWide(t *testing.T) {
 	}
 	out := b.String()
 	for _, s := range []string{"PRODUCER CONFIG", "connections.max.idle.ms=2700", "on-demand", "new producer per message, never closed",
-		"callbacks block until released", "idle-closed 6", "closed at exit 1", "accepted 78"} {
+		"callbacks block until released", "idle-closed 2", "closed at exit 1", "accepted 32", "request.timeout.ms=30000"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("-o wide lacks %q", s)
 		}

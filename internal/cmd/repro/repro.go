@@ -60,21 +60,21 @@ func NewCmdRepro(f *cmdutil.Factory, runF func(*ReproOptions) error) *cobra.Comm
 
 Each scenario starts an embedded 3-broker Kafka cluster on 127.0.0.1 that closes
 connections idle for --broker-idle (the broker's connections.max.idle.ms), runs
-kdiag's reference producer (kdiag produce, a child process that follows the Java
-KafkaProducer's connection lifecycle) with the scenario's settings, reads the
-producer's sockets every --sample-interval, and reports what it saw: how many
-were in CLOSE_WAIT at the peak and at the end, for how long, who closed what,
-and a verdict. With no SCENARIO, all of them run, at the same time (each with
-its own broker on free ports and its own producer; --parallel=false runs them
-one after another).
+kdiag's reference producer (kdiag produce, a child process that follows
+kafka-clients 3.9.0's connections, as measured against the real client) with the
+scenario's reader and settings, reads the producer's sockets every
+--sample-interval, and reports what it saw: how many were in CLOSE_WAIT at the
+peak and at the end, for how long, who closed what, and a verdict. With no
+SCENARIO, all of them run, at the same time (each with its own broker on free
+ports and its own producer; --parallel=false runs them one after another).
 
-Scenarios:
+Scenarios, and the real clients each stands for:
 ` + scenarioHelp() + `
 Timers are scaled: real defaults are divided by --scale (200), so the broker's
 10m idle timeout becomes 3s, and every time kdiag repro prints (the scenarios
 above, the table, the verdicts) is at that scale. Per scenario:
 ` + scaleHelp() + `
-Request and delivery timeouts keep their real values.
+` + wrap(repro.RequestTimeoutNote+". Delivery timeouts keep their real values too.", 80, "") + `
 
 The table fits the terminal (80 columns when output is not one); -o wide adds
 the producer's configuration and both sides' counts of connections, -o json
@@ -165,7 +165,7 @@ not (the verdict says what was seen), 2 for bad flags.`,
 func scenarioHelp() string {
 	var b strings.Builder
 	for _, s := range repro.Catalog() {
-		fmt.Fprintf(&b, "  %-17s %s\n", s.Name, wrap(s.Describe(repro.RealBrokerIdle/repro.DefaultScale), 60, strings.Repeat(" ", 20)))
+		fmt.Fprintf(&b, "  %-17s %s\n", s.Name, wrap(s.Describe(repro.RealBrokerIdle/repro.DefaultScale)+". Stands for "+s.StandsFor+".", 60, strings.Repeat(" ", 20)))
 	}
 	return b.String()
 }
@@ -175,6 +175,7 @@ func scaleHelp() string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "  broker connections.max.idle.ms  %s -> %s\n", repro.RealBrokerIdle, b)
 	fmt.Fprintf(&w, "  metadata.max.age.ms             %s -> %s\n", repro.RealMetadataMaxAge, repro.Scale(repro.RealMetadataMaxAge, b))
+	fmt.Fprintf(&w, "  request.timeout.ms              %s (not scaled: below)\n", repro.RealRequestTimeout)
 	for _, s := range repro.Catalog() {
 		var parts []string
 		if s.ClientIdle >= 0 {
@@ -322,7 +323,8 @@ func runRepro(opts *ReproOptions) error {
 // startStop is what a scenario takes beyond its duration: starting the
 // broker and the producer, and stopping them. Measured with
 // "time kdiag repro" (5 scenarios in parallel, 12s each): 12.4 and 12.5 s
-// of wall time on 2 cores at load 19.
+// of wall time on 2 cores at load 19; after the stalled scenario's hold
+// grew to AtOnce (issue 27), 12.4, 12.5 and 13.4 s at load 13-16.
 const startStop = 400 * time.Millisecond
 
 // runTime is how long a run of n scenarios of duration each takes, to the

@@ -117,7 +117,7 @@ func TestHelpExplainsScenariosAndScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range append(repro.Names(), "10m0s -> 3s", "9m0s -> 2.7s", "5m0s -> 1.5s", "callbacks block until every connection is in CLOSE_WAIT",
-		"connections.max.idle.ms (2.7s) is below the broker's (3s)", "every time kdiag repro prints", "-o wide", "Example", "kdiag repro -o json") {
+		"connections.max.idle.ms (2.7s) below the broker's (3s)", "request.timeout.ms              30s (not scaled", "Stands for Sarama, franz-go and kafka-go", "every time kdiag repro prints", "-o wide", "Example", "kdiag repro -o json") {
 		if flat := strings.Join(strings.Fields(out.String()), " "); !strings.Contains(out.String(), s) && !strings.Contains(flat, s) {
 			t.Errorf("help lacks %q", s)
 		}

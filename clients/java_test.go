@@ -122,6 +122,13 @@ func javaClientsDir() string {
 // test, saying what is missing and where to get it, when something is.
 func javaDriverFor(t *testing.T, version string) (java, classpath string) {
 	t.Helper()
+	return javaProgramFor(t, version, "Driver", javaDriver)
+}
+
+// javaProgramFor is javaDriverFor for any single-class program: class is
+// its name, source its Java source.
+func javaProgramFor(t *testing.T, version, class, source string) (java, classpath string) {
+	t.Helper()
 	javac, err := exec.LookPath("javac")
 	if err != nil {
 		t.Skip("javac not installed (Debian package default-jdk-headless; .ci/run installs it)")
@@ -150,8 +157,8 @@ func javaDriverFor(t *testing.T, version string) (java, classpath string) {
 			cp = append(cp, p)
 		}
 		dir := t.TempDir()
-		src := filepath.Join(dir, "Driver.java")
-		if err := os.WriteFile(src, []byte(javaDriver), 0o644); err != nil {
+		src := filepath.Join(dir, class+".java")
+		if err := os.WriteFile(src, []byte(source), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if out, err := exec.Command(javac, "--release", v.release, "-nowarn", "-d", dir, "-cp", strings.Join(cp, ":"), src).CombinedOutput(); err != nil {

@@ -233,7 +233,8 @@ type flagArg struct{ name, value string }
 var (
 	produceValueFlags = []string{"config", "bootstrap-server", "set", "topic", "messages", "interval", "reader", "callback-delay", "duration", "log-level", "log-format", "model", "proc-root"}
 	brokerValueFlags  = []string{"brokers", "ports", "listen", "advertise", "idle", "topic", "partitions", "max-request-bytes", "max-queued-request-bytes", "retention-bytes", "log-level", "duration", "proc-root"}
-	reproValueFlags   = []string{"bootstrap-server", "broker-idle", "scale", "duration", "sample-interval", "topic", "output", "o", "proc-root"}
+	reproValueFlags   = []string{"bootstrap-server", "broker-idle", "scale", "duration", "sample-interval", "topic", "output", "o", "proc-root",
+		"brokers", "bootstrap-env", "max-hold", "connect-timeout", "broker-closes", "report"}
 )
 
 // brokerDefaultIdle is `kdiag broker --idle`'s default (10m: the real

@@ -17,14 +17,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/broker"
-	brokercmd "github.com/kdiag/kdiag/internal/cmd/broker"
-	producecmd "github.com/kdiag/kdiag/internal/cmd/produce"
-	reprocmd "github.com/kdiag/kdiag/internal/cmd/repro"
-	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/internal/testbin"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/producer"
-	"github.com/spf13/pflag"
 )
 
 // TestReferenceProducerSettings reads `kdiag produce` command lines as the
@@ -125,38 +120,6 @@ func TestKdiagCommandLine(t *testing.T) {
 	want := []flagArg{{"set", "a=1"}, {"reader", "on-demand"}, {"block-callbacks", "true"}, {"set", "--weird"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("parseFlags = %q, want %q", got, want)
-	}
-}
-
-// TestKdiagValueFlags holds the flags Identify knows to take a value
-// against the commands' own flag sets, and the broker's --idle default:
-// a new flag with a value must be added there, or its value would be
-// read as an argument.
-func TestKdiagValueFlags(t *testing.T) {
-	ios, _, _, _ := cmdutil.Test()
-	f := &cmdutil.Factory{IO: ios}
-	for _, tc := range []struct {
-		name   string
-		flags  *pflag.FlagSet
-		valued []string
-	}{
-		{"produce", producecmd.NewCmdProduce(f, nil).Flags(), produceValueFlags},
-		{"broker", brokercmd.NewCmdBroker(f, nil).Flags(), brokerValueFlags},
-		{"repro", reprocmd.NewCmdRepro(f, nil).Flags(), reproValueFlags},
-	} {
-		tc.flags.VisitAll(func(fl *pflag.Flag) {
-			takes := fl.Value.Type() != "bool"
-			if takes != containsString(tc.valued, fl.Name) {
-				t.Errorf("kdiag %s --%s (%s): takes a value %v, but Identify's list says %v", tc.name, fl.Name, fl.Value.Type(), takes, !takes)
-			}
-			if fl.Shorthand != "" && takes != containsString(tc.valued, fl.Shorthand) {
-				t.Errorf("kdiag %s -%s: takes a value %v, but Identify's list says %v", tc.name, fl.Shorthand, takes, !takes)
-			}
-		})
-	}
-	idle := brokercmd.NewCmdBroker(f, nil).Flags().Lookup("idle")
-	if idle == nil || idle.DefValue != brokerDefaultIdle.String() {
-		t.Errorf("kdiag broker --idle default %v, Identify assumes %s", idle, brokerDefaultIdle)
 	}
 }
 

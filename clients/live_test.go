@@ -286,13 +286,7 @@ func TestLiveKafkaPython(t *testing.T) {
 	py := python(t, "kafka")
 	c := startBroker(t)
 	script := filepath.Join(t.TempDir(), "producer.py")
-	os.WriteFile(script, []byte(`import sys, time
-from kafka import KafkaProducer
-p = KafkaProducer(bootstrap_servers=sys.argv[1])
-p.send("live", b"one").get(timeout=60)
-print("sent", flush=True)
-time.sleep(600)
-`), 0o644)
+	os.WriteFile(script, []byte(kafkaPythonSource), 0o644)
 	cl := start(t, nil, py, script, c.BootstrapServers())
 	checkReader(t, c, cl, clients.KafkaPython, "2.0.2")
 }
@@ -301,16 +295,7 @@ func TestLiveConfluentKafkaPython(t *testing.T) {
 	py := python(t, "confluent_kafka")
 	c := startBroker(t)
 	script := filepath.Join(t.TempDir(), "producer.py")
-	os.WriteFile(script, []byte(`import sys, time
-from confluent_kafka import Producer
-p = Producer({"bootstrap.servers": sys.argv[1]})
-p.produce("live", b"one")
-if p.flush(60) != 0:
-    sys.exit("not delivered")
-print("sent", flush=True)
-while True:
-    p.poll(1)
-`), 0o644)
+	os.WriteFile(script, []byte(confluentKafkaPythonSource), 0o644)
 	cl := start(t, nil, py, script, c.BootstrapServers())
 	p := checkReader(t, c, cl, clients.Librdkafka, "")
 	if !strings.HasPrefix(p.Client.Binding, "confluent-kafka-python") {
@@ -334,16 +319,7 @@ func TestLiveKafkaJS(t *testing.T) {
 	}
 	c := startBroker(t)
 	script := filepath.Join(t.TempDir(), "producer.js")
-	os.WriteFile(script, []byte(`const { Kafka, logLevel } = require('kafkajs')
-const kafka = new Kafka({ brokers: [process.argv[2]], logLevel: logLevel.NOTHING })
-const producer = kafka.producer()
-;(async () => {
-  await producer.connect()
-  await producer.send({ topic: 'live', messages: [{ value: 'one' }] })
-  console.log('sent')
-  setInterval(() => {}, 1000)
-})().catch(e => { console.error(e); process.exit(1) })
-`), 0o644)
+	os.WriteFile(script, []byte(kafkaJSSource), 0o644)
 	cl := start(t, []string{"NODE_PATH=" + nodePath}, node, script, c.BootstrapServers())
 	checkReader(t, c, cl, clients.KafkaJS, "2.2.4")
 }
@@ -435,29 +411,7 @@ func TestLiveSarama(t *testing.T) {
 }
 
 func TestLiveKafkaGo(t *testing.T) {
-	bin := goClient(t, "kafkago", "github.com/segmentio/kafka-go@v0.4.51", `package main
-
-import (
-	"context"
-	"fmt"
-	"net"
-	"os"
-	"time"
-
-	"github.com/segmentio/kafka-go"
-)
-
-func main() {
-	w := &kafka.Writer{Addr: kafka.TCP(os.Args[1]), Topic: "live",
-		// Far above the broker's 3 s: the test must not race kafka-go's own idle close (30 s by default).
-		Transport: &kafka.Transport{IdleTimeout: 10 * time.Minute, Dial: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}}
-	if err := w.WriteMessages(context.Background(), kafka.Message{Value: []byte("one")}); err != nil {
-		panic(err)
-	}
-	fmt.Println("sent")
-	time.Sleep(10 * time.Minute)
-}
-`)
+	bin := goClient(t, "kafkago", "github.com/segmentio/kafka-go@v0.4.51", kafkaGoSource)
 	c := startBroker(t)
 	checkHolder(t, c, start(t, nil, bin, c.BootstrapServers()), clients.KafkaGo, "v0.4.51", "Transport.IdleTimeout", false)
 }
@@ -502,3 +456,59 @@ func TestLiveFranzGoDefaults(t *testing.T) {
 	c := startBroker(t)
 	checkHolder(t, c, start(t, nil, bin, c.BootstrapServers()), clients.FranzGo, "v1.22.3", "kgo.ConnIdleTimeout", true)
 }
+
+// The clients' programs, shared with the repro tests (repro_test.go): each
+// takes the bootstrap list as its first argument, produces one record to
+// "live", prints "sent" and idles until killed.
+const (
+	kafkaPythonSource = `import sys, time
+from kafka import KafkaProducer
+p = KafkaProducer(bootstrap_servers=sys.argv[1])
+p.send("live", b"one").get(timeout=60)
+print("sent", flush=True)
+time.sleep(600)
+`
+	confluentKafkaPythonSource = `import sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1]})
+p.produce("live", b"one")
+if p.flush(60) != 0:
+    sys.exit("not delivered")
+print("sent", flush=True)
+while True:
+    p.poll(1)
+`
+	kafkaJSSource = `const { Kafka, logLevel } = require('kafkajs')
+const kafka = new Kafka({ brokers: [process.argv[2]], logLevel: logLevel.NOTHING })
+const producer = kafka.producer()
+;(async () => {
+  await producer.connect()
+  await producer.send({ topic: 'live', messages: [{ value: 'one' }] })
+  console.log('sent')
+  setInterval(() => {}, 1000)
+})().catch(e => { console.error(e); process.exit(1) })
+`
+	kafkaGoSource = `package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+func main() {
+	w := &kafka.Writer{Addr: kafka.TCP(os.Args[1]), Topic: "live",
+		// Far above the broker's 3 s: the test must not race kafka-go's own idle close (30 s by default).
+		Transport: &kafka.Transport{IdleTimeout: 10 * time.Minute, Dial: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}}
+	if err := w.WriteMessages(context.Background(), kafka.Message{Value: []byte("one")}); err != nil {
+		panic(err)
+	}
+	fmt.Println("sent")
+	time.Sleep(10 * time.Minute)
+}
+`
+)

@@ -210,6 +210,10 @@ type Sample struct {
 	// Other counts the sockets in any other state (SYN_SENT, FIN_WAIT...,
 	// TIME_WAIT is not held by the process and not seen).
 	Other int `json:"other"`
+	// HeldClose counts the sockets seen in CLOSE whose file descriptor
+	// the client still holds after keepalive reset the connection (kdiag
+	// repro -- CMD follows them; the scenarios do not).
+	HeldClose int `json:"close,omitempty"`
 	// OldestCloseWait is the age of the oldest socket now in CLOSE_WAIT.
 	OldestCloseWait time.Duration `json:"-"`
 }

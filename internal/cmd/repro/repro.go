@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,31 @@ type ReproOptions struct {
 	// Width is what the table and the text fit: the terminal's width, or
 	// DefaultWidth when standard output is not a terminal.
 	Width int
+
+	// Brokers is the embedded cluster's size.
+	Brokers int
+
+	// The options of kdiag repro -- CMD.
+
+	// Command is CMD and its arguments (after --); empty for scenarios.
+	Command []string
+	// BootstrapEnv names more variables to carry the bootstrap list.
+	BootstrapEnv []string
+	// MaxHold, ConnectTimeout and Closes: repro.CommandOptions's.
+	MaxHold        time.Duration
+	ConnectTimeout time.Duration
+	Closes         string
+	// NetNS runs the cluster and CMD in a private network namespace.
+	NetNS bool
+	// Reports are the --report files (FILE.md, FILE.html).
+	Reports []string
+	// ProcRoot is the proc filesystem's root.
+	ProcRoot string
+	// Args are kdiag's own arguments after "kdiag", for --netns to run
+	// it again in the namespace.
+	Args []string
+	// RunCommand runs -- CMD (repro.RunCommand; tests may replace it).
+	RunCommand func(ctx context.Context, o repro.CommandOptions) (*repro.CommandResult, error)
 }
 
 var formats = []string{"table", "wide", "json"}
@@ -54,8 +80,8 @@ var formats = []string{"table", "wide", "json"}
 func NewCmdRepro(f *cmdutil.Factory, runF func(*ReproOptions) error) *cobra.Command {
 	opts := &ReproOptions{IO: f.IO, Run: repro.Run}
 	cmd := &cobra.Command{
-		Use:   "repro [SCENARIO...]",
-		Short: "Reproduce passive-close CLOSE_WAIT with the reference producer and an idle-closing broker",
+		Use:   "repro [SCENARIO...] | repro [flags] -- CMD [ARGS...]",
+		Short: "Reproduce passive-close CLOSE_WAIT, or see what your own client does with the broker's idle close",
 		Long: `Reproduce, in about ` + human.Age(defaultRunTime()) + `, how a Kafka producer ends up with sockets in CLOSE_WAIT.
 
 Each scenario starts an embedded 3-broker Kafka cluster on 127.0.0.1 that closes
@@ -85,7 +111,9 @@ Against a real cluster (--bootstrap-server), tell kdiag its idle timeout with
 --duration should be a few times it. The topic must exist or be auto-created.
 
 Exit status: 0 when every scenario showed what it is meant to, 1 when one did
-not (the verdict says what was seen), 2 for bad flags.`,
+not (the verdict says what was seen), 2 for bad flags.
+
+` + commandHelp,
 		Example: `  # every scenario, about ` + human.Age(defaultRunTime()) + `
   kdiag repro
 
@@ -99,8 +127,15 @@ not (the verdict says what was seen), 2 for bad flags.`,
   kdiag repro -o json | jq '.scenarios[] | {name, close_wait_peak, verdict}'
 
   # against a real test cluster whose brokers have connections.max.idle.ms=30000
-  kdiag repro --bootstrap-server kafka-1:9092,kafka-2:9092 --broker-idle 30s --duration 2m`,
+  kdiag repro --bootstrap-server kafka-1:9092,kafka-2:9092 --broker-idle 30s --duration 2m
+` + commandExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				return runE(cmd, f, opts, args[:dash], args[dash:], runF)
+			}
+			if opts.NetNS || len(opts.Reports) > 0 || len(opts.BootstrapEnv) > 0 {
+				return cmdutil.UsageErrorf("--netns, --report and --bootstrap-env apply to -- CMD: kdiag repro [flags] -- CMD [ARGS...]")
+			}
 			for _, a := range args {
 				if _, ok := repro.Lookup(a); !ok {
 					return cmdutil.UsageErrorf("unknown scenario %q: want one of %s", a, strings.Join(repro.Names(), ", "))
@@ -156,9 +191,64 @@ not (the verdict says what was seen), 2 for bad flags.`,
 	fl.DurationVar(&opts.SampleInterval, "sample-interval", repro.DefaultSampleInterval, "time between readings of the producer's sockets")
 	fl.StringVar(&opts.Topic, "topic", repro.DefaultTopic, "topic to produce to")
 	fl.BoolVar(&opts.Parallel, "parallel", true, "run the scenarios at the same time, each with its own broker and producer (--parallel=false: one after another)")
-	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "log the broker's accepts and closes and the producer's connection events to stderr")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "log the broker's accepts and closes and the producer's connection events (with -- CMD: its output) to stderr")
+	fl.IntVar(&opts.Brokers, "brokers", 3, "brokers in the embedded cluster")
+	fl.StringArrayVar(&opts.BootstrapEnv, "bootstrap-env", nil, "-- CMD: also set this environment variable to the bootstrap list (repeatable; KAFKA_BOOTSTRAP_SERVERS always is)")
+	fl.DurationVar(&opts.MaxHold, "max-hold", 0, "-- CMD: a socket the broker closed and the client held this long is held: exit 1 (default the broker idle timeout)")
+	fl.DurationVar(&opts.ConnectTimeout, "connect-timeout", 0, "-- CMD: how long to wait for its first connection to the brokers (default 1m)")
+	fl.StringVar(&opts.Closes, "broker-closes", repro.ClosesDriven, "-- CMD: driven (kdiag closes every idle connection every --broker-idle) or idle (the brokers' own idle timer)")
+	fl.BoolVar(&opts.NetNS, "netns", false, "-- CMD: run the cluster and CMD in a private network namespace with a 2s tcp_fin_timeout (root)")
+	fl.StringArrayVar(&opts.Reports, "report", nil, "-- CMD: write a report, FILE.md (Markdown) or FILE.html (repeatable)")
 	cmdutil.FormatFlag(fl, &opts.Output, "table", formats)
 	return cmd
+}
+
+// runE checks and runs kdiag repro -- CMD.
+func runE(cmd *cobra.Command, f *cmdutil.Factory, opts *ReproOptions, scenarios, command []string, runF func(*ReproOptions) error) error {
+	if err := checkCommand(cmd, opts, scenarios, command); err != nil {
+		return err
+	}
+	if opts.Scale <= 0 {
+		return cmdutil.UsageErrorf("--scale must be positive (200 turns the broker's 10m idle timeout into 3s)")
+	}
+	if opts.Duration < 0 || opts.BrokerIdle < 0 {
+		return cmdutil.UsageErrorf("--duration and --broker-idle must not be negative")
+	}
+	if opts.SampleInterval < 10*time.Millisecond {
+		return cmdutil.UsageErrorf("--sample-interval must be at least 10ms")
+	}
+	if opts.BrokerIdle == 0 {
+		opts.BrokerIdle = time.Duration(float64(repro.RealBrokerIdle) / opts.Scale).Round(time.Millisecond)
+	}
+	if opts.BrokerIdle < 100*time.Millisecond {
+		return cmdutil.UsageErrorf("the broker idle timeout %s is too short to observe (at least 100ms)", opts.BrokerIdle)
+	}
+	if !cmd.Flags().Changed("max-hold") {
+		opts.MaxHold = opts.BrokerIdle
+	}
+	if opts.NetNS {
+		if why := netnsSupported(); why != "" {
+			return cmdutil.UsageErrorf("%s", why)
+		}
+	}
+	ctx, stop := cmdutil.InterruptContext(cmd.Context())
+	defer stop()
+	opts.Context = ctx
+	opts.Executable = f.Executable
+	opts.ProcRoot = f.ProcRoot
+	if opts.ProcRoot == "" {
+		opts.ProcRoot = "/proc"
+	}
+	if opts.Args == nil && len(os.Args) > 1 {
+		opts.Args = os.Args[1:]
+	}
+	if opts.Width = f.IO.TerminalWidth(); opts.Width <= 0 {
+		opts.Width = DefaultWidth
+	}
+	if runF != nil {
+		return runF(opts)
+	}
+	return runCommand(opts)
 }
 
 // scenarioHelp describes each scenario at the default scale.
@@ -218,6 +308,7 @@ func runRepro(opts *ReproOptions) error {
 		Duration:       opts.Duration,
 		SampleInterval: opts.SampleInterval,
 		Topic:          opts.Topic,
+		Brokers:        opts.Brokers,
 		Sockets:        opts.Sockets,
 		Logger:         logger,
 		ChildLogLevel:  childLevel,

@@ -44,32 +44,55 @@ func TestFlags(t *testing.T) {
 		{
 			name: "defaults: embedded broker at 10m/200",
 			want: ReproOptions{BrokerIdle: 3 * time.Second, Scale: 200, SampleInterval: 200 * time.Millisecond,
-				Topic: "kdiag-repro", Parallel: true, Output: "table", Width: 80},
+				Topic: "kdiag-repro", Parallel: true, Output: "table", Width: 80, Brokers: 3, Closes: "driven"},
 		},
 		{
 			name: "scenarios, scale, duration, json, one after another",
 			args: []string{"healthy", "leak", "--scale", "400", "--duration", "5s", "-o", "json", "--parallel=false"},
 			want: ReproOptions{Scenarios: []string{"healthy", "leak"}, BrokerIdle: 1500 * time.Millisecond, Scale: 400,
-				Duration: 5 * time.Second, SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Output: "json", Width: 80},
+				Duration: 5 * time.Second, SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Output: "json", Width: 80, Brokers: 3, Closes: "driven"},
 		},
 		{
 			name: "a real cluster keeps the real idle timeout",
 			args: []string{"--bootstrap-server", "kafka:9092"},
 			want: ReproOptions{Bootstrap: "kafka:9092", BrokerIdle: 10 * time.Minute, Scale: 200,
-				SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Parallel: true, Output: "table", Width: 80},
+				SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Parallel: true, Output: "table", Width: 80, Brokers: 3, Closes: "driven"},
 		},
 		{
 			name: "a real cluster with its idle timeout",
 			args: []string{"--bootstrap-server", "kafka:9092", "--broker-idle", "30s"},
 			want: ReproOptions{Bootstrap: "kafka:9092", BrokerIdle: 30 * time.Second, Scale: 200,
-				SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Parallel: true, Output: "table", Width: 80},
+				SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Parallel: true, Output: "table", Width: 80, Brokers: 3, Closes: "driven"},
 		},
 		{
 			name: "every detail",
 			args: []string{"-o", "wide"},
 			want: ReproOptions{BrokerIdle: 3 * time.Second, Scale: 200, SampleInterval: 200 * time.Millisecond,
-				Topic: "kdiag-repro", Parallel: true, Output: "wide", Width: 80},
+				Topic: "kdiag-repro", Parallel: true, Output: "wide", Width: 80, Brokers: 3, Closes: "driven"},
 		},
+		{
+			name: "-- CMD: the command and its defaults",
+			args: []string{"--", "./svc", "--brokers", "{bootstrap}"},
+			want: ReproOptions{Command: []string{"./svc", "--brokers", "{bootstrap}"}, BrokerIdle: 3 * time.Second, Scale: 200,
+				SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Parallel: true, Output: "table", Width: 80, Brokers: 3,
+				Closes: "driven", Duration: 30 * time.Second, MaxHold: 3 * time.Second, ConnectTimeout: time.Minute},
+		},
+		{
+			name: "-- CMD with its flags",
+			args: []string{"--bootstrap-env", "BROKERS", "--max-hold", "10s", "--report", "r.md", "--report", "r.html", "--brokers", "1",
+				"--broker-idle", "5s", "--duration", "1m", "--broker-closes", "idle", "-o", "json", "--", "python3", "p.py"},
+			want: ReproOptions{Command: []string{"python3", "p.py"}, BootstrapEnv: []string{"BROKERS"}, Reports: []string{"r.md", "r.html"},
+				BrokerIdle: 5 * time.Second, Scale: 200, SampleInterval: 200 * time.Millisecond, Topic: "kdiag-repro", Parallel: true,
+				Output: "json", Width: 80, Brokers: 1, Closes: "idle", Duration: time.Minute, MaxHold: 10 * time.Second, ConnectTimeout: time.Minute},
+		},
+		{name: "-- CMD and scenarios", args: []string{"healthy", "--", "./svc"}, wantErr: "give scenarios or -- CMD, not both"},
+		{name: "nothing after --", args: []string{"--"}, wantErr: "nothing after --"},
+		{name: "-- CMD against a real cluster", args: []string{"--bootstrap-server", "k:9092", "--", "./svc"}, wantErr: "--bootstrap-server does not apply to -- CMD"},
+		{name: "-- CMD, a report of no known kind", args: []string{"--report", "r.txt", "--", "./svc"}, wantErr: "--report r.txt: name it FILE.md"},
+		{name: "-- CMD, closes of no known kind", args: []string{"--broker-closes", "sometimes", "--", "./svc"}, wantErr: `--broker-closes "sometimes": want driven or idle`},
+		{name: "-- CMD, -o wide", args: []string{"-o", "wide", "--", "./svc"}, wantErr: `unknown output format "wide"`},
+		{name: "-- CMD, a bad variable name", args: []string{"--bootstrap-env", "A=B", "--", "./svc"}, wantErr: `--bootstrap-env "A=B" is not an environment variable name`},
+		{name: "a report without -- CMD", args: []string{"--report", "r.md"}, wantErr: "apply to -- CMD"},
 		{name: "unknown scenario", args: []string{"heathy"}, wantErr: `unknown scenario "heathy": want one of healthy, never-idle`},
 		{name: "scale with a real cluster", args: []string{"--bootstrap-server", "k:9092", "--scale", "10"}, wantErr: "--scale applies to the embedded broker"},
 		{name: "scale too large", args: []string{"--scale", "100000"}, wantErr: "too short to observe"},
@@ -98,10 +121,10 @@ func TestFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Executable != "kdiag" || got.Sockets == nil || got.Run == nil || got.Context == nil {
+			if got.Executable != "kdiag" || (got.Sockets == nil && len(got.Command) == 0) || got.Run == nil || got.Context == nil {
 				t.Errorf("dependencies not set: %+v", got)
 			}
-			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(ReproOptions{}, "IO", "Context", "Executable", "Sockets", "Run"), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(ReproOptions{}, "IO", "Context", "Executable", "Sockets", "Run", "Args", "ProcRoot"), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})

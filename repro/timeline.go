@@ -1,0 +1,324 @@
+// Each connection's timeline, from both sides: the broker's log (opened,
+// requests, who closed it after how long idle) and the client's socket as
+// the samples saw it (ESTABLISHED, CLOSE_WAIT for how long with what
+// Recv-Q, CLOSE once keepalive reset it, gone).
+
+package repro
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/netstat"
+)
+
+// What the client did with a connection the broker closed (Conn.Outcome).
+const (
+	// OutcomeClosedAtOnce: the client closed its socket within AtOnce of
+	// the broker's FIN.
+	OutcomeClosedAtOnce = "closed at once"
+	// OutcomeClosedLater: it held the socket in CLOSE_WAIT for AtOnce or
+	// longer, then closed it.
+	OutcomeClosedLater = "held CLOSE_WAIT, then closed"
+	// OutcomeHeldCloseWait: the socket was in CLOSE_WAIT to the end.
+	OutcomeHeldCloseWait = "held CLOSE_WAIT to the end"
+	// OutcomeHeldClose: the client's keepalive probe met no socket on the
+	// broker's side and drew a reset: the kernel closed the connection
+	// (state CLOSE), but the client still holds its file descriptor.
+	OutcomeHeldClose = "held CLOSE after keepalive"
+	// OutcomeUnseen: no sample saw the client's socket after the close
+	// (it was gone, or never attributed to the command's processes).
+	OutcomeUnseen = "not seen after the close"
+)
+
+// Conn is one connection to the embedded cluster, from both sides. Times
+// are milliseconds since the command started; -1 is never.
+type Conn struct {
+	ID     int    `json:"id"`
+	Node   int32  `json:"node"`
+	Broker string `json:"broker"`
+	// Client is the client's end, its local address.
+	Client string `json:"client"`
+	// PID is the process a sample saw holding it, 0 when none did.
+	PID      int   `json:"pid,omitempty"`
+	OpenedMS int64 `json:"opened_ms"`
+	// Requests counts the requests the broker read on it.
+	Requests      int   `json:"requests"`
+	LastRequestMS int64 `json:"last_request_ms"`
+	// ClosedMS is when the broker's side closed, -1 if open at the end;
+	// ClosedBy says who closed first: "broker" (its idle close), "client",
+	// "stopped" (the client, as kdiag stopped the command at the end),
+	// "kdiag" (the cluster stopped at the end), or the broker's reason for
+	// anything else. IdleMS is how long it had carried nothing then.
+	ClosedMS int64  `json:"closed_ms"`
+	ClosedBy string `json:"closed_by,omitempty"`
+	IdleMS   int64  `json:"idle_ms,omitempty"`
+
+	// What the client did after the broker closed (ClosedBy "broker").
+	Outcome string `json:"outcome,omitempty"`
+	// CloseWaitMS is the longest the client's socket was seen in
+	// CLOSE_WAIT (the kernel's age of the FIN where it has it), and
+	// RecvQ its largest Recv-Q then (1: the FIN, unread).
+	CloseWaitMS int64  `json:"close_wait_ms"`
+	RecvQ       uint32 `json:"recv_q,omitempty"`
+	// HeldCloseMS is how long it was then seen in CLOSE, its fd held
+	// after keepalive's reset (HeldCloseAtMS when that was first seen).
+	HeldCloseMS   int64 `json:"held_close_ms,omitempty"`
+	HeldCloseAtMS int64 `json:"held_close_at_ms,omitempty"`
+	// GoneMS is the first sample after the broker's close without the
+	// client's socket: the client closed it before then. -1 while held.
+	GoneMS int64 `json:"gone_ms"`
+	// ReconnectMS is when the client next opened a connection, to any
+	// broker, after the broker closed this one (-1: it did not), and
+	// ReconnectNode to which.
+	ReconnectMS   int64 `json:"reconnect_ms"`
+	ReconnectNode int32 `json:"reconnect_node"`
+	// Held: the client held the socket (CLOSE_WAIT and then CLOSE) for
+	// at least the run's --max-hold.
+	Held bool `json:"held"`
+
+	inode      uint64
+	cwFirst    time.Time // first sample that saw it in CLOSE_WAIT
+	closeFirst time.Time // first sample that saw it in CLOSE
+	seenAfter  bool      // a sample saw it after the broker's close
+}
+
+// HeldMS is how long the client held the socket after the broker's FIN:
+// CLOSE_WAIT, then CLOSE.
+func (c *Conn) HeldMS() int64 { return c.CloseWaitMS + c.HeldCloseMS }
+
+// timeline builds the Conns from the broker's events and the samples.
+type timeline struct {
+	started  time.Time
+	brokers  map[string]bool // the cluster's addresses
+	conns    []*Conn
+	byClient map[string]*Conn // open, or closed by the broker and followed
+	byInode  map[uint64]*Conn
+	next     int // events handled
+	others   map[string]bool
+}
+
+func newTimeline(started time.Time, brokerAddrs []string) *timeline {
+	tl := &timeline{started: started, brokers: map[string]bool{}, byClient: map[string]*Conn{},
+		byInode: map[uint64]*Conn{}, others: map[string]bool{}}
+	for _, a := range brokerAddrs {
+		tl.brokers[a] = true
+	}
+	return tl
+}
+
+func (tl *timeline) ms(t time.Time) int64 { return t.Sub(tl.started).Milliseconds() }
+
+// events applies the broker's events not yet seen.
+func (tl *timeline) events(evs []BrokerEvent) {
+	for _, ev := range evs[min(tl.next, len(evs)):] {
+		switch ev.Kind {
+		case "accepted":
+			c := &Conn{ID: len(tl.conns) + 1, Node: ev.Node, Broker: ev.Broker, Client: ev.Client,
+				OpenedMS: tl.ms(ev.At), LastRequestMS: -1, ClosedMS: -1, GoneMS: -1, ReconnectMS: -1}
+			// The client's first new connection, to any broker, after
+			// the broker closed one is its reconnect (a client reconnects
+			// to whichever broker it needs next: Java for metadata, to
+			// the least loaded node).
+			for _, p := range tl.conns {
+				if p.ClosedBy == "broker" && p.ReconnectMS < 0 {
+					p.ReconnectMS, p.ReconnectNode = c.OpenedMS, c.Node
+				}
+			}
+			tl.conns = append(tl.conns, c)
+			tl.byClient[ev.Client] = c
+		case "request":
+			if c := tl.byClient[ev.Client]; c != nil && c.ClosedMS < 0 {
+				c.Requests++
+				c.LastRequestMS = tl.ms(ev.At)
+			}
+		case "closed":
+			c := tl.byClient[ev.Client]
+			if c == nil || c.ClosedMS >= 0 {
+				continue
+			}
+			c.ClosedMS, c.IdleMS = tl.ms(ev.At), ev.IdleFor.Milliseconds()
+			switch ev.Reason {
+			case broker.ReasonIdle:
+				c.ClosedBy = "broker"
+			case broker.ReasonClientClosed, broker.ReasonClientReset:
+				c.ClosedBy = "client"
+				delete(tl.byClient, ev.Client)
+			case broker.ReasonShutdown:
+				c.ClosedBy = "kdiag"
+				delete(tl.byClient, ev.Client)
+			default:
+				c.ClosedBy = string(ev.Reason)
+				delete(tl.byClient, ev.Client)
+			}
+		}
+	}
+	tl.next = len(evs)
+}
+
+// sample applies one sample of the command's sockets, taken at now: the
+// state of each connection's client end, and the connections to other
+// endpoints.
+func (tl *timeline) sample(now time.Time, socks []netstat.Socket) Sample {
+	s := Sample{Elapsed: now.Sub(tl.started)}
+	s.ElapsedMS = s.Elapsed.Milliseconds()
+	local := map[string]*netstat.Socket{}
+	held := map[uint64]*netstat.Socket{}
+	for i := range socks {
+		so := &socks[i]
+		if so.State == netstat.Listen {
+			continue
+		}
+		if so.State == netstat.Close {
+			held[so.Inode] = so
+			if tl.byInode[so.Inode] != nil {
+				s.HeldClose++
+			}
+			continue
+		}
+		remote := unmap(so.Remote).String()
+		if !tl.brokers[remote] {
+			if so.State == netstat.Established || so.State == netstat.SynSent {
+				tl.others[remote] = true
+			}
+			continue
+		}
+		local[unmap(so.Local).String()] = so
+		switch so.State {
+		case netstat.Established:
+			s.Established++
+		case netstat.CloseWait:
+			s.CloseWait++
+			s.OldestCloseWait = max(s.OldestCloseWait, so.Age)
+		default:
+			s.Other++
+		}
+	}
+	for addr, c := range tl.byClient {
+		tl.follow(c, now, local[addr], held)
+		if c.ClosedBy == "broker" && c.GoneMS >= 0 {
+			delete(tl.byClient, addr)
+		}
+	}
+	return s
+}
+
+// follow updates one connection with what the sample saw of its client
+// end: so (by address) or, once keepalive reset it, its inode among the
+// held CLOSE sockets.
+func (tl *timeline) follow(c *Conn, now time.Time, so *netstat.Socket, held map[uint64]*netstat.Socket) {
+	closedByBroker := c.ClosedBy == "broker"
+	if so != nil {
+		c.PID = so.PID
+		if so.Inode != 0 && c.inode != so.Inode {
+			c.inode = so.Inode
+			tl.byInode[so.Inode] = c
+		}
+		if so.State == netstat.CloseWait {
+			if c.cwFirst.IsZero() {
+				c.cwFirst = now
+			}
+			age := now.Sub(c.cwFirst)
+			if so.HasAge && so.Age > age {
+				age = so.Age // the kernel knows when the FIN came
+			}
+			c.CloseWaitMS = max(c.CloseWaitMS, age.Milliseconds())
+			c.RecvQ = max(c.RecvQ, so.RecvQ)
+		}
+		if closedByBroker {
+			c.seenAfter = true
+		}
+		return
+	}
+	if h := held[c.inode]; c.inode != 0 && h != nil {
+		if c.closeFirst.IsZero() {
+			c.closeFirst = now
+			c.HeldCloseAtMS = tl.ms(now)
+		}
+		c.HeldCloseMS = now.Sub(c.closeFirst).Milliseconds()
+		if closedByBroker {
+			c.seenAfter = true
+		}
+		return
+	}
+	if closedByBroker && c.GoneMS < 0 {
+		c.GoneMS = tl.ms(now)
+	}
+}
+
+// finish decides each broker-closed connection's outcome at the end of
+// the run, and whether it was held past maxHold. A connection the client
+// closed at stopMS or later was open until kdiag stopped the command.
+func (tl *timeline) finish(maxHold time.Duration, stopMS int64) {
+	for _, c := range tl.conns {
+		if c.ClosedBy == "client" && c.ClosedMS >= stopMS {
+			c.ClosedBy = "stopped"
+		}
+		if c.ClosedBy != "broker" {
+			continue
+		}
+		gone := c.GoneMS >= 0
+		switch {
+		case !c.seenAfter && c.CloseWaitMS == 0 && c.HeldCloseMS == 0:
+			c.Outcome = OutcomeUnseen
+			if gone && c.PID != 0 {
+				// Seen before the close, gone at the first sample after
+				// it: closed within that sample interval.
+				c.Outcome = OutcomeClosedAtOnce
+			}
+		case !c.closeFirst.IsZero():
+			c.Outcome = OutcomeHeldClose
+		case c.CloseWaitMS >= AtOnce.Milliseconds() && gone:
+			c.Outcome = OutcomeClosedLater
+		case gone:
+			c.Outcome = OutcomeClosedAtOnce
+		default:
+			c.Outcome = OutcomeHeldCloseWait
+		}
+		c.Held = c.HeldMS() >= maxHold.Milliseconds() && c.Outcome != OutcomeClosedAtOnce
+	}
+}
+
+// otherRemotes are the endpoints other than the brokers the command's
+// processes connected to (or tried to), sorted.
+func (tl *timeline) otherRemotes() []string {
+	out := make([]string, 0, len(tl.others))
+	for r := range tl.others {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pids are the processes that held the connections, most connections
+// first.
+func (tl *timeline) pids() []int {
+	n := map[int]int{}
+	for _, c := range tl.conns {
+		if c.PID != 0 {
+			n[c.PID]++
+		}
+	}
+	out := make([]int, 0, len(n))
+	for p := range n {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b int) int {
+		if n[a] != n[b] {
+			return n[b] - n[a]
+		}
+		return a - b
+	})
+	return out
+}
+
+// String is one line of a connection's timeline, for people.
+func (c *Conn) String() string {
+	return fmt.Sprintf("#%d node %d %s -> %s", c.ID, c.Node, c.Client, c.Broker)
+}
+
+func unmap(ap netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()) }

@@ -1,0 +1,264 @@
+// The loop of a RunCommand run: sample CMD's processes and their sockets,
+// drive the broker's idle closes, and know when to stop.
+
+package repro
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/clients"
+	"github.com/kdiag/kdiag/internal/human"
+	"github.com/kdiag/kdiag/netstat"
+)
+
+// maxThreadSamples bounds the thread samples kept of a client that holds
+// sockets (read once a sample while it holds them).
+const maxThreadSamples = 100
+
+// watch is one RunCommand run in progress.
+type watch struct {
+	o       CommandOptions
+	res     *CommandResult
+	cluster *broker.Cluster
+	log     *brokerLog
+	run     *command
+	tree    *tree
+	tl      *timeline
+
+	// stopMS is when the run began to stop CMD (ms since it started).
+	stopMS int64
+
+	identified map[int]clients.Client
+	threads    [][]clients.ThreadSample // the client's, while it held sockets
+	threadsPID int
+	worst      int // the most sockets held in one sample, for the excerpt
+}
+
+// loop samples until the run's end: Duration after the first connection,
+// ConnectTimeout without one, CMD and its processes gone, or ctx done. A
+// run past Duration goes on, for up to MaxHold, while a socket the broker
+// closed is held and not yet held for MaxHold: its outcome is not known yet.
+func (w *watch) loop(ctx context.Context) {
+	o := w.o
+	t := time.NewTicker(o.SampleInterval)
+	defer t.Stop()
+	var firstConnect, deadline, nextRound time.Time
+	sweepEvery := 5
+	exited := w.run.done // nil once seen: CMD's children may outlive it
+	for n := 0; ; n++ {
+		// A driven close first, so that the sample after it shows what it
+		// closed; none past Duration, so that each close's outcome is
+		// known by the end (at most MaxHold later).
+		if now := time.Now(); o.Closes == ClosesDriven && !nextRound.IsZero() && !now.Before(nextRound) && now.Before(deadline) {
+			closed := w.cluster.CloseIdle()
+			w.res.Rounds = append(w.res.Rounds, Round{AtMS: now.Sub(w.run.started).Milliseconds(), Closed: closed})
+			nextRound = nextRound.Add(o.BrokerIdle)
+			if !nextRound.After(now) {
+				nextRound = now.Add(o.BrokerIdle) // after a slow sample: no burst of rounds
+			}
+		}
+		w.tree.refresh(n%sweepEvery == 0)
+		now := w.sample(ctx)
+		if firstConnect.IsZero() && w.res.FirstConnectMS >= 0 {
+			firstConnect = w.run.started.Add(time.Duration(w.res.FirstConnectMS) * time.Millisecond)
+			deadline = firstConnect.Add(o.Duration)
+			nextRound = firstConnect.Add(o.BrokerIdle)
+		}
+		gone := w.run.exited() && len(w.tree.live()) == 0
+		switch {
+		case ctx.Err() != nil:
+			w.res.Interrupted = true
+			return
+		case gone:
+			return
+		case firstConnect.IsZero() && now.Sub(w.run.started) >= o.ConnectTimeout:
+			return
+		case !deadline.IsZero() && !now.Before(deadline):
+			if !w.undecided(now) || !now.Before(deadline.Add(o.MaxHold)) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-exited:
+			// Look once more at once: its processes may be gone too.
+			exited = nil
+		}
+	}
+}
+
+// sample takes one sample of the tree's sockets and returns when it was
+// complete.
+func (w *watch) sample(ctx context.Context) time.Time {
+	pids := w.tree.live()
+	var socks []netstat.Socket
+	if len(pids) > 0 {
+		snap, err := w.o.Scanner.Scan(ctx, netstat.Query{PIDs: pids})
+		if err != nil && ctx.Err() == nil {
+			w.note("reading the command's sockets: " + err.Error())
+		}
+		if snap != nil {
+			socks = snap.Sockets
+			w.res.Snapshots = append(w.res.Snapshots, *snap)
+		}
+	}
+	now := time.Now()
+	w.tl.events(w.log.snapshot())
+	s := w.tl.sample(now, socks)
+	w.res.Series = append(w.res.Series, s)
+	if w.res.FirstConnectMS < 0 && len(w.tl.conns) > 0 {
+		w.res.FirstConnectMS = w.tl.conns[0].OpenedMS
+	}
+	for _, c := range w.tl.conns {
+		if c.PID != 0 && w.tree.has(c.PID) {
+			w.identify(c.PID)
+		}
+	}
+	if held := s.CloseWait + s.HeldClose; held > 0 {
+		w.sampleThreads()
+		if held > w.worst {
+			w.worst = held
+			w.res.Excerpt = excerpt(socks, w.tl)
+		}
+	}
+	if w.o.Progress != nil {
+		w.o.Progress(s)
+	}
+	return now
+}
+
+// undecided says whether a socket the broker closed is still held and not
+// yet for MaxHold: the run waits for its outcome.
+func (w *watch) undecided(now time.Time) bool {
+	for _, c := range w.tl.conns {
+		if c.ClosedBy == "broker" && c.GoneMS < 0 && c.HeldMS() < w.o.MaxHold.Milliseconds() {
+			return true
+		}
+	}
+	return false
+}
+
+// identify names pid's client library once.
+func (w *watch) identify(pid int) {
+	if _, ok := w.identified[pid]; ok {
+		return
+	}
+	c, err := w.o.Identify(pid)
+	if err != nil {
+		c = clients.Client{Evidence: []string{err.Error()}}
+	}
+	w.identified[pid] = c
+}
+
+// sampleThreads reads the threads of the process holding the most
+// connections, while it holds sockets the broker closed: what its network
+// thread was doing then (clients.Classify, at the end).
+func (w *watch) sampleThreads() {
+	pids := w.tl.pids()
+	if len(pids) == 0 || len(w.threads) >= maxThreadSamples {
+		return
+	}
+	if w.threadsPID != pids[0] {
+		w.threadsPID, w.threads = pids[0], nil
+	}
+	if ts, err := clients.ReadThreads(w.o.ProcRoot, pids[0]); err == nil {
+		w.threads = append(w.threads, ts)
+	}
+}
+
+func (w *watch) note(s string) {
+	for _, n := range w.res.Notes {
+		if n == s {
+			return
+		}
+	}
+	w.res.Notes = append(w.res.Notes, s)
+}
+
+// finish fills the result from what the run saw: the connections'
+// outcomes, the client, its threads, the processes, CMD's exit, growth and
+// the verdict.
+func (w *watch) finish() {
+	res, o := w.res, w.o
+	w.tl.finish(o.MaxHold, w.stopMS)
+	res.Connections = w.tl.conns
+	res.OtherRemotes = w.tl.otherRemotes()
+	res.Processes = w.tree.all()
+	if pids := w.tl.pids(); len(pids) > 0 {
+		res.ClientPID = pids[0]
+		res.Client = w.identified[pids[0]]
+		if lib := res.Client.Catalog(); lib != nil && len(w.threads) > 0 && w.threadsPID == pids[0] {
+			th := clients.Classify(lib, w.threads, clients.HostArch)
+			if len(th.Network) > 0 {
+				res.Threads = &th
+			}
+		}
+	}
+	select {
+	case <-w.run.done:
+		ex := &ExitInfo{Status: "exit status 0", AtMS: w.run.exitAt.Sub(w.run.started).Milliseconds()}
+		if w.run.waitErr != nil {
+			ex.Status = w.run.waitErr.Error()
+		}
+		if ps := w.run.cmd.ProcessState; ps != nil {
+			ex.Code = ps.ExitCode()
+		}
+		ex.ByKdiag = w.stoppedByKdiag()
+		res.Exit = ex
+	default:
+	}
+	res.StderrTail = w.run.stderr.Lines()
+	res.Grew, res.ConnectionsFrom, res.ConnectionsTo = connectionGrowth(res.Series)
+	if len(res.Left) > 0 {
+		w.note(fmt.Sprintf("%s of the command's processes still there after SIGKILL: %v", human.Plural(len(res.Left), "process"), res.Left))
+	}
+	judgeCommand(res, o)
+}
+
+// stoppedByKdiag says whether CMD ended because the run stopped it: it
+// exited after the run's last sample.
+func (w *watch) stoppedByKdiag() bool {
+	if len(w.res.Series) == 0 {
+		return false
+	}
+	last := w.run.started.Add(w.res.Series[len(w.res.Series)-1].Elapsed)
+	return !w.run.exitAt.Before(last) && !w.res.Interrupted
+}
+
+// connectionGrowth is growth over what a command holds: ESTABLISHED,
+// CLOSE_WAIT and CLOSE.
+func connectionGrowth(series []Sample) (bool, int, int) {
+	held := make([]Sample, len(series))
+	for i, s := range series {
+		held[i] = Sample{Established: s.Established, CloseWait: s.CloseWait + s.HeldClose}
+	}
+	return growth(held)
+}
+
+// excerpt lists the sockets of one sample to the brokers, as ss -tanpo
+// would: state, Recv-Q, Send-Q, local, peer, process; a held CLOSE socket
+// has no addresses left, and shows the ones it had.
+func excerpt(socks []netstat.Socket, tl *timeline) []string {
+	var out []string
+	for _, so := range socks {
+		local, peer := unmap(so.Local).String(), unmap(so.Remote).String()
+		switch {
+		case so.State == netstat.Close:
+			c := tl.byInode[so.Inode]
+			if c == nil {
+				continue
+			}
+			local, peer = c.Client, c.Broker
+		case !tl.brokers[peer]:
+			continue
+		}
+		state := strings.ReplaceAll(so.State.String(), "_", "-")
+		out = append(out, fmt.Sprintf("%-11s %-6d %-6d %-21s %-21s pid=%d,fd=%d", state, so.RecvQ, so.SendQ, local, peer, so.PID, so.FD))
+	}
+	return out
+}

@@ -99,9 +99,10 @@ type ThreadNames struct {
 	Fact         Fact
 }
 
-// Measurement is one behaviour measured here against `kdiag broker --idle
-// 3s`: what the client leaves after the broker closes its idle connections.
-// The clients test (clients/live_test.go) checks each one.
+// Measurement is one behaviour measured here against kdiag's broker: what
+// the client leaves after the broker closes its idle connections. Most
+// come from measured.json, which the clients test runs under kdiag repro
+// -- CMD write and check (clients/repro_test.go, reproMeasured).
 type Measurement struct {
 	// Version is the version measured, as the artifact names it.
 	Version string
@@ -116,8 +117,7 @@ type Measurement struct {
 	Blocked bool
 	// Result is what was seen, in words.
 	Result string
-	// How is how and where it was measured, "" for the clients test
-	// (clients/live_test.go), which checks it at every run.
+	// How is how and where it was measured.
 	How string
 }
 
@@ -292,10 +292,7 @@ var catalog = []*Library{
 		CloseWait: "franz-go does not read a connection it has nothing pending on, so when the broker closes an idle connection the socket stays in CLOSE_WAIT (Recv-Q 1: the FIN unread) until franz-go writes on it again or its reaper closes it, 1x to 2x kgo.ConnIdleTimeout after the last use.",
 		Fix:       "Keep kgo.ConnIdleTimeout (default 30s) well below the broker's connections.max.idle.ms, so the client closes idle connections first; a CLOSE_WAIT older than 2x ConnIdleTimeout means clients created and not closed: call Close() on every kgo.Client.",
 		Ends:      "franz-go's next request on the connection (it reads the EOF and reconnects), or its reaper, 1x to 2x kgo.ConnIdleTimeout after the last use",
-		Measured: []Measurement{
-			{Version: "v1.22.3", Setup: "kgo.ConnIdleTimeout(10 * time.Minute)", HoldsCloseWait: true, Result: "holds every connection the broker closed in CLOSE_WAIT (Recv-Q 1)"},
-			{Version: "v1.22.3", Setup: "", HoldsCloseWait: true, Result: "holds them until its reaper: 30-60 s"},
-		},
+		Measured:  reproMeasured(FranzGo),
 	},
 	{
 		ID: KafkaClients, Name: "Apache Kafka Java client", Module: "org.apache.kafka:kafka-clients", Language: "Java",
@@ -313,7 +310,7 @@ var catalog = []*Library{
 		Rules:     []string{"KD101", "KD102"},
 		Threads: &ThreadNames{Network: "kafka-producer-", Instance: "kafka-producer-", Full: "kafka-producer-network-thread | <client.id>", StuckIsBlind: true,
 			Fact: Fact{Says: `each KafkaProducer starts one Sender thread named "kafka-producer-network-thread | " + client.id (the same at 2.1.1)`, Source: Source{Repo: "apache/kafka", Path: "clients/src/main/java/org/apache/kafka/clients/producer/KafkaProducer.java", Symbol: "NETWORK_THREAD_PREFIX, ioThreadName", Commit: kafka39Commit, Tag: kafka39Tag}}},
-		Measured:  javaMeasured,
+		Measured:  append(reproMeasured(KafkaClients), javaMeasured...),
 		Lifecycle: javaLifecycle,
 	},
 	{
@@ -330,9 +327,7 @@ var catalog = []*Library{
 		CloseWait: "kafka-go does not read idle pooled connections, so a connection the broker closed stays in CLOSE_WAIT (Recv-Q 1) until Transport.IdleTimeout after its last use closes it, or the next request on it fails and is retried.",
 		Fix:       "Keep Transport.IdleTimeout (default 30s; 9 minutes through WriterConfig.IdleConnTimeout) below the broker's connections.max.idle.ms; call Close() on every Writer and on a Transport you create yourself (CloseIdleConnections()).",
 		Ends:      "kafka-go's idle timer, Transport.IdleTimeout after the last use, or the next request on it, which fails and is retried on a new connection",
-		Measured: []Measurement{
-			{Version: "v0.4.51", HoldsCloseWait: true, Result: "holds each connection the broker closed until Transport.IdleTimeout after its last use: 25-30 s"},
-		},
+		Measured:  reproMeasured(KafkaGo),
 	},
 	{
 		ID: KafkaPython, Name: "kafka-python", Module: "kafka-python (PyPI), python3-kafka (Debian)", Language: "Python",
@@ -347,9 +342,7 @@ var catalog = []*Library{
 			Source: Source{Repo: "dpkp/kafka-python", Path: "kafka/producer/kafka.py", Symbol: "KafkaProducer.DEFAULT_CONFIG socket_options", Commit: kafkaPyTag}},
 		CloseWait: "kafka-python's sender thread reads every connection, so CLOSE_WAIT toward a broker means that thread is not polling (a blocking callback) or producers were dropped without close().",
 		Fix:       "Keep the callbacks of send() short and call producer.close() on every KafkaProducer; keep connections_max_idle_ms (540000) below the broker's connections.max.idle.ms.",
-		Measured: []Measurement{
-			{Version: "2.0.2", HoldsCloseWait: false, Result: "closes on the FIN and reconnects about 50 ms later, idle or not: against kdiag broker --idle 3s an idle producer opened a new connection every 3.25 s (5 idle closes in 18 s, none left in CLOSE_WAIT; Debian's python3-kafka, Metadata v1)"},
-		},
+		Measured:  reproMeasured(KafkaPython),
 	},
 	{
 		ID: KafkaJS, Name: "KafkaJS", Module: "kafkajs (npm)", Language: "JavaScript",
@@ -364,9 +357,7 @@ var catalog = []*Library{
 			Source: Source{Repo: "tulios/kafkajs", Path: "src/network/socketFactory.js", Symbol: "KEEP_ALIVE_DELAY", Commit: kafkajsTag}},
 		CloseWait: "KafkaJS closes a connection when Node's event loop delivers the broker's FIN, so CLOSE_WAIT toward a broker means the event loop is blocked (CPU-bound or synchronous code) or the sockets are not KafkaJS's.",
 		Fix:       "Keep synchronous work off the event loop (worker threads) and call producer.disconnect() on every producer you create.",
-		Measured: []Measurement{
-			{Version: "2.2.4", HoldsCloseWait: false, Result: "closes on the FIN and does not reconnect until it has something to send"},
-		},
+		Measured:  reproMeasured(KafkaJS),
 	},
 	{
 		ID: KdiagProduce, Name: "kdiag's reference producer", Module: "github.com/kdiag/kdiag (kdiag produce)", Language: "Go",
@@ -416,10 +407,7 @@ var catalog = []*Library{
 		Rules:     []string{"KD104", "KD102"},
 		Threads: &ThreadNames{Network: "rdk:broker", Instance: "rdk:main", Full: "rdk:main (one per handle), rdk:broker<id> (one per broker)",
 			Fact: Fact{Says: "librdkafka names its main thread rdk:main and each broker thread rdk:broker<nodeid>", Source: Source{Repo: "confluentinc/librdkafka", Path: "src/rdkafka.c, src/rdkafka_broker.c", Symbol: "rd_kafka_set_thread_sysname", Commit: librdkafkaCommit}}},
-		Measured: []Measurement{
-			{Version: "2.0.2", Setup: "kcat -P", HoldsCloseWait: false, Result: `closes on the FIN and reconnects ("Disconnected (after 3131ms in state UP)")`},
-			{Version: "2.0.2", Setup: "confluent-kafka-python 1.7.0, polling or not", HoldsCloseWait: false, Result: "closes on the FIN"},
-		},
+		Measured: reproMeasured(Librdkafka),
 	},
 	{
 		ID: Sarama, Name: "Sarama", Module: "github.com/IBM/sarama (formerly github.com/Shopify/sarama)", Language: "Go",
@@ -435,9 +423,7 @@ var catalog = []*Library{
 		CloseWait: "Sarama neither reads idle connections nor closes them, so every connection the broker closes for idleness stays in CLOSE_WAIT (Recv-Q 1) until Sarama next sends on it: then the write fails, the broker is reopened and the request retried.",
 		Fix:       "Sarama has no idle timeout to set: keep each broker connection busier than the broker's connections.max.idle.ms, or raise that; a count of CLOSE_WAIT above one per broker per client means clients created and not closed: Close() every SyncProducer/AsyncProducer and Client.",
 		Ends:      "only Sarama's next request to that broker, which fails and reopens the connection: Sarama has no idle reaper, so the socket of a broker it does not send to stays for as long as the process runs",
-		Measured: []Measurement{
-			{Version: "v1.61.1", HoldsCloseWait: true, Result: "holds every connection the broker closed in CLOSE_WAIT until it sends on it again"},
-		},
+		Measured:  reproMeasured(Sarama),
 	},
 }
 

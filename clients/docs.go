@@ -43,10 +43,12 @@ func Markdown(w io.Writer, libs []*Library) error {
 			p("| [%s](#%s), `%s=%s` | %s | %s | %s | %s |\n", l.Name, l.ID, v.Setting, v.Value, l.Language, readsWords(v.ReadsIdle), cell(idle), cell(l.Keepalive.Says))
 		}
 	}
-	p("\n## Measured against `kdiag broker --idle 3s`\n\n")
-	p("What each client leaves after the broker closes its idle connections. A row measured by \"TestLive\" is checked at\n")
-	p("every run of `go test ./clients/ -run TestLive`, which runs the client (installed by .ci/run) against kdiag broker\n")
-	p("on 127.0.0.1 and checks it, and what kdiag doctor says of it; the other rows say how they were measured.\n\n")
+	p("\n## Measured against kdiag's broker\n\n")
+	p("What each client leaves after the broker closes its idle connections. The rows measured by `kdiag repro` come\n")
+	p("from %s, not typed: `go test ./clients/ -run TestRepro` runs each client (installed by .ci/run) under\n", MeasuredFile)
+	p("`kdiag repro -- CMD` against kdiag's embedded cluster on 127.0.0.1, which closes its idle connections every 3 s,\n")
+	p("checks the verdict against what the catalog says of the client and against that file, and `-update-measured`\n")
+	p("rewrites the file from the verdicts. The other rows say how they were measured.\n\n")
 	p("| library | version | setup | CLOSE_WAIT after the broker's idle close | measured by |\n| --- | --- | --- | --- | --- |\n")
 	row := func(l *Library, m Measurement) {
 		setup := m.Setup

@@ -13,19 +13,13 @@ const (
 	java39How = "kafka-clients built from apache/kafka 3.9.0-rc3 (dd5272687e8a), ss -tanpo every 0.5 s and NetworkClient's DEBUG log, 2026-12-05"
 )
 
-// javaMeasured is the Java client's behaviour after the broker's idle
-// close, per version.
+// javaMeasured is what was measured of the Java client by hand, per
+// version, that kdiag repro -- CMD does not show: its idle timeout below
+// the broker's (the driven closes do not wait for it). Its polling and
+// blocked rows come from measured.json (clients/repro_test.go).
 var javaMeasured = []Measurement{
-	{Version: "2.1.1", How: java21How, Setup: "network thread polling; connections.max.idle.ms default or -1", HoldsCloseWait: false,
-		Result: "reads the broker's FIN within 46 ms and closes: no lasting CLOSE_WAIT; then requests metadata and reconnects, about every 3 s while idle"},
-	{Version: "2.1.1", How: java21How, Setup: "a send callback blocking the network thread 20-30 s", Blocked: true, HoldsCloseWait: true,
-		Result: "every broker-closed socket stays in CLOSE_WAIT (Recv-Q 1) for as long as the thread is blocked, then is closed within milliseconds"},
 	{Version: "2.1.1", How: java21How, Setup: "connections.max.idle.ms=2000 against the broker's 3000", HoldsCloseWait: false,
 		Result: "the broker still closed all 8 connections first; each FIN was read at once"},
-	{Version: "3.9.0", How: java39How, Setup: "network thread polling; connections.max.idle.ms default or -1", HoldsCloseWait: false,
-		Result: "reads the broker's FIN within 59 ms and closes: no lasting CLOSE_WAIT; then requests metadata and reconnects, about every 3.3 s while idle (9 connections in 20 s)"},
-	{Version: "3.9.0", How: java39How, Setup: "a send callback blocking the network thread 20-30 s", Blocked: true, HoldsCloseWait: true,
-		Result: "every broker-closed socket stays in CLOSE_WAIT (Recv-Q 1) for as long as the thread is blocked (26.9-27.4 s), then is closed within milliseconds; connections.max.idle.ms below the broker's does not help while blocked"},
 	{Version: "3.9.0", How: java39How, Setup: "connections.max.idle.ms=2000 against the broker's 3000", HoldsCloseWait: false,
 		Result: "the client closed 1 connection, the broker 7 of 8 first (one expired connection closed per poll); each FIN was read at once"},
 }

@@ -49,6 +49,7 @@ func (w *watch) loop(ctx context.Context) {
 	var firstConnect, deadline, nextRound time.Time
 	sweepEvery := 5
 	exited := w.run.done // nil once seen: CMD's children may outlive it
+	emptySweeps := 0
 	for n := 0; ; n++ {
 		// A driven close first, so that the sample after it shows what it
 		// closed; none past Duration, so that each close's outcome is
@@ -61,14 +62,24 @@ func (w *watch) loop(ctx context.Context) {
 				nextRound = now.Add(o.BrokerIdle) // after a slow sample: no burst of rounds
 			}
 		}
-		w.tree.refresh(n%sweepEvery == 0)
+		// Once CMD has exited, every refresh sweeps the environments: what
+		// it started and let go is found only so.
+		w.tree.refresh(n%sweepEvery == 0 || w.run.exited())
 		now := w.sample(ctx)
 		if firstConnect.IsZero() && w.res.FirstConnectMS >= 0 {
 			firstConnect = w.run.started.Add(time.Duration(w.res.FirstConnectMS) * time.Millisecond)
 			deadline = firstConnect.Add(o.Duration)
 			nextRound = firstConnect.Add(o.BrokerIdle)
 		}
-		gone := w.run.exited() && len(w.tree.live()) == 0
+		// Gone: CMD exited and two sweeps in a row, a sample apart, found
+		// nothing of it (a process forked while a sweep read /proc is
+		// seen by the next).
+		if w.run.exited() && len(w.tree.live()) == 0 {
+			emptySweeps++
+		} else {
+			emptySweeps = 0
+		}
+		gone := emptySweeps >= 2
 		switch {
 		case ctx.Err() != nil:
 			w.res.Interrupted = true

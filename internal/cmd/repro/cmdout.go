@@ -106,6 +106,21 @@ func writeTimeTable(w io.Writer, res *repro.CommandResult) error {
 	return table.Render(w, header, rows)
 }
 
+// closedByWords says who closed a connection first, for people.
+func closedByWords(by string) string {
+	switch by {
+	case "":
+		return "open"
+	case "broker":
+		return "broker (idle)"
+	case "stopped":
+		return "client, stopped by kdiag"
+	case "kdiag":
+		return "kdiag (cluster stopped)"
+	}
+	return by
+}
+
 // connSentence says what happened to one connection, from both sides.
 func connSentence(c *repro.Conn) string {
 	var b strings.Builder
@@ -141,13 +156,13 @@ func connSentence(c *repro.Conn) string {
 func afterClose(c *repro.Conn) string {
 	rq := ""
 	if c.RecvQ > 0 {
-		rq = fmt.Sprintf(", Recv-Q %d", c.RecvQ)
+		rq = fmt.Sprintf(" (Recv-Q %d)", c.RecvQ)
 	}
 	switch c.Outcome {
 	case repro.OutcomeClosedAtOnce:
 		return fmt.Sprintf("the client closed it at once (gone by %s)", at(c.GoneMS))
 	case repro.OutcomeClosedLater:
-		return fmt.Sprintf("the client held it in CLOSE_WAIT for %s%s, then closed it (gone by %s)", at(c.CloseWaitMS), rq, at(c.GoneMS))
+		return fmt.Sprintf("the client held it in CLOSE_WAIT%s for %s, then closed it (gone by %s)", rq, at(c.CloseWaitMS), at(c.GoneMS))
 	case repro.OutcomeHeldCloseWait:
 		return fmt.Sprintf("the client held it in CLOSE_WAIT%s for %s, to the end", rq, at(c.CloseWaitMS))
 	case repro.OutcomeHeldClose:
@@ -209,7 +224,9 @@ func writeCommandText(w io.Writer, res *repro.CommandResult, width int) error {
 		fmt.Fprintln(w, wrap("Note: "+n, width, "  "))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, wrap(res.Verdict, width, "  "))
+	// The verdict is one line, whatever the width: CI greps it
+	// (action.yml), and a person reads it whole.
+	fmt.Fprintln(w, res.Verdict)
 	if res.Fix != "" {
 		fmt.Fprintln(w, wrap("Fix: "+res.Fix, width, "  "))
 	}

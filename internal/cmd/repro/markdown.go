@@ -79,7 +79,7 @@ func writeMarkdownReport(w io.Writer, res *repro.CommandResult) error {
 			}
 			closed, by, idle := "-", "open", "-"
 			if c.ClosedMS >= 0 {
-				closed, by, idle = at(c.ClosedMS), c.ClosedBy, brief(c.IdleMS)
+				closed, by, idle = at(c.ClosedMS), closedByWords(c.ClosedBy), brief(c.IdleMS)
 			}
 			then, cw, rq, held, next := "-", "-", "-", "-", "-"
 			if c.ClosedBy == "broker" {
@@ -166,7 +166,7 @@ func meaning(res *repro.CommandResult) string {
 	case res.Status == repro.StatusHeld:
 		return lib.CloseWait
 	}
-	return "No socket stayed in CLOSE_WAIT past the hold allowed. " + lib.Reads.Says + "."
+	return fmt.Sprintf("No socket stayed in CLOSE_WAIT past the hold allowed: %s reads every connection it holds (%s).", lib.Name, lib.Reads.Says)
 }
 
 // errWriter keeps the first write error.

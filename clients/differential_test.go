@@ -392,7 +392,6 @@ type modelClient struct {
 	logs  *lineLog
 	gate  chan struct{}
 	acked chan error
-	local map[string]bool
 	// vers is the kafka-clients version the model follows.
 	vers string
 }

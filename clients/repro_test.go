@@ -198,10 +198,11 @@ func checkReproAsCatalog(t *testing.T, c reproCase, res *repro.CommandResult) {
 // measuredResult says what the client did, in words that do not change
 // from run to run: for a client that closed them, that it did at once and
 // whether it reconnected; for one that held them, the Recv-Q of the
-// sockets it held past --max-hold, what its network thread did, and
-// whether it held them to the end of the run or then closed them. (A
-// holder that writes on a connection soon after the close notices it
-// then: those it did not hold past --max-hold are left out.)
+// sockets it held past --max-hold and, when a callback blocked its
+// network thread, what the thread did and that it closed them once the
+// callback returned. (When a holder let go of a socket depends on when it
+// next wrote on it, or its reaper, against the run's end: the catalog's
+// Ends says what ends it.)
 func measuredResult(c reproCase, res *repro.CommandResult) string {
 	var held []*repro.Conn
 	reconnected := false
@@ -218,13 +219,10 @@ func measuredResult(c reproCase, res *repro.CommandResult) string {
 		}
 		return s + ", and did not reconnect (nothing to send)"
 	}
-	recvQ, toEnd, closedLater := map[uint32]bool{}, 0, 0
+	recvQ, closedLater := map[uint32]bool{}, 0
 	for _, conn := range held {
 		recvQ[conn.RecvQ] = true
-		switch conn.Outcome {
-		case repro.OutcomeHeldCloseWait, repro.OutcomeHeldClose:
-			toEnd++
-		case repro.OutcomeClosedLater:
+		if conn.Outcome == repro.OutcomeClosedLater {
 			closedLater++
 		}
 	}
@@ -236,14 +234,9 @@ func measuredResult(c reproCase, res *repro.CommandResult) string {
 	if c.blocked && res.Threads != nil && len(res.Threads.Network) > 0 {
 		n := res.Threads.Network[0]
 		s += fmt.Sprintf(" while a send callback blocked its network thread (%s in %s)", n.State, n.SyscallName)
-	}
-	switch {
-	case closedLater == len(held):
-		s += ", then closed them"
-	case toEnd == len(held):
-		s += ", to the end of the run"
-	default:
-		s += ", some to the end of the run"
+		if closedLater == len(held) {
+			s += ", and closed them once it returned"
+		}
 	}
 	return s
 }
@@ -472,5 +465,130 @@ func TestReproJava(t *testing.T) {
 					args:    []string{java, "-Xmx128m", "-cp", cp, "Idle", "{bootstrap}", "live", strconv.Itoa(block)}})
 			})
 		}
+	}
+}
+
+// javaPeriodic is a Java producer for the repro scenarios' configurations:
+// `Periodic BOOTSTRAP TOPIC INTERVAL_MS BLOCK [key=value...]` sends a record
+// every INTERVAL_MS until killed; with BLOCK (seconds) above 0, the first
+// record's callback sleeps that long on the network thread.
+const javaPeriodic = `import java.util.Properties;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+
+public class Periodic {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        p.put("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        p.put("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        for (int i = 4; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            p.put(kv[0], kv[1]);
+        }
+        long interval = Long.parseLong(args[2]);
+        final long block = Long.parseLong(args[3]) * 1000;
+        KafkaProducer<String, String> producer = new KafkaProducer<String, String>(p);
+        for (int i = 0; ; i++) {
+            final boolean blocks = i == 0 && block > 0;
+            producer.send(new ProducerRecord<String, String>(args[1], "message " + i), (md, e) -> {
+                if (blocks) {
+                    try { Thread.sleep(block); } catch (InterruptedException ie) { }
+                }
+            });
+            Thread.sleep(interval);
+        }
+    }
+}
+`
+
+// TestReproScenariosAsJava: each kdiag repro scenario that stands for
+// kafka-clients 3.9.0 (healthy, never-idle, stalled-callback: its
+// reference producer follows that client) gets the verdict the real
+// 3.9.0 client gets in the same configuration: the scenario's settings at
+// the default scale, a record every scaled interval, three brokers closing
+// connections idle 3 s on their own timer (--broker-closes idle, as the
+// scenarios run). The scenarios that show CLOSE_WAIT only while blocked or
+// none at all must be OK (or, for stalled-callback, HELD while its network
+// thread is blocked) with the jar too.
+func TestReproScenariosAsJava(t *testing.T) {
+	idle := repro.RealBrokerIdle / repro.DefaultScale
+	for _, sc := range repro.Catalog() {
+		if !strings.HasPrefix(sc.StandsFor, "kafka-clients 3.9.0") {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			java, cp := javaProgramFor(t, "3.9.0", "Periodic", javaPeriodic)
+			block := 0
+			if sc.BlockCallbacks {
+				block = 8 // longer than the broker's idle timeout (3 s), as the scenario's stall
+			}
+			args := []string{java, "-Xmx128m", "-cp", cp, "Periodic", "{bootstrap}", repro.DefaultTopic,
+				strconv.FormatInt(repro.Scale(sc.Interval, idle).Milliseconds(), 10), strconv.Itoa(block)}
+			settings := sc.Settings(idle)
+			keys := make([]string, 0, len(settings))
+			for k := range settings {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				args = append(args, k+"="+settings[k])
+			}
+			res, code, stderr := runRepro(t, reproCase{args: args, duration: 15 * time.Second,
+				flags: []string{"--brokers", "3", "--topic", repro.DefaultTopic, "--broker-closes", "idle", "--broker-idle", idle.String()}})
+			t.Logf("%s with kafka-clients 3.9.0 (%v): exit %d: %s", sc.Name, settings, code, res.Verdict)
+			for _, conn := range res.Connections {
+				t.Logf("  %s closed by %q after %dms idle, outcome %q, CLOSE_WAIT %dms", conn, conn.ClosedBy, conn.IdleMS, conn.Outcome, conn.CloseWaitMS)
+			}
+			if res.Client.Library != clients.KafkaClients || res.Client.Version != "3.9.0" {
+				t.Errorf("kdiag names the client %s", res.Client)
+			}
+			switch sc.Expect {
+			case repro.ExpectWhileBlocked:
+				if res.Status != repro.StatusHeld || res.Threads == nil || len(res.Threads.Network) == 0 || res.Threads.Network[0].State != clients.Blocked {
+					t.Errorf("scenario %s expects %q; the real client: %s (threads %+v); stderr:\n%s", sc.Name, sc.Expect, res.Verdict, res.Threads, stderr)
+				}
+			default:
+				if res.Status != repro.StatusOK {
+					t.Errorf("scenario %s expects %q; the real client: %s; stderr:\n%s", sc.Name, sc.Expect, res.Verdict, stderr)
+				}
+				for _, conn := range brokerClosed(res) {
+					if conn.Outcome != repro.OutcomeClosedAtOnce {
+						t.Errorf("%s: %s, want each FIN read at once", conn, conn.Outcome)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestReproNetNSFranzGo: with --netns (root), franz-go's held CLOSE_WAIT
+// turns into held CLOSE within 30 s of the broker's close: the
+// namespace's tcp_fin_timeout (2 s) ends the broker's side, and Go's first
+// keepalive probe, 15 s after the connection's last use, draws a reset.
+func TestReproNetNSFranzGo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("--netns needs root")
+	}
+	bin := goClient(t, "franz", "github.com/twmb/franz-go@v1.22.3", franzSource)
+	res, code, stderr := runRepro(t, reproCase{args: []string{bin, "{bootstrap}"}, duration: 30 * time.Second, flags: []string{"--netns"}})
+	t.Logf("exit %d: %s", code, res.Verdict)
+	if !res.NetNS || res.Client.Library != clients.FranzGo {
+		t.Fatalf("netns %v, client %s; stderr:\n%s", res.NetNS, res.Client, stderr)
+	}
+	var first *repro.Conn
+	for _, c := range res.Connections {
+		if c.Outcome == repro.OutcomeHeldClose && (first == nil || c.HeldCloseAtMS < first.HeldCloseAtMS) {
+			first = c
+		}
+	}
+	if first == nil {
+		t.Fatalf("no connection held in CLOSE: %s", res.Verdict)
+	}
+	if d := time.Duration(first.HeldCloseAtMS-first.ClosedMS) * time.Millisecond; d > 30*time.Second {
+		t.Errorf("held CLOSE %v after the broker's close, want within 30s", d)
+	}
+	if code != 1 || !strings.Contains(res.Verdict, "then CLOSE after keepalive's reset") {
+		t.Errorf("exit %d: %s", code, res.Verdict)
 	}
 }

@@ -78,6 +78,12 @@ func judgeCommand(res *CommandResult, o CommandOptions) {
 		res.Status, res.ExitCode = StatusUnknown, 3
 		res.Verdict = fmt.Sprintf("UNKNOWN: the command exited after %s with %s before the broker closed any of its connections%s",
 			briefMS(res.Exit.AtMS), res.Exit.Status, tailWords(res.StderrTail))
+	case len(closed) == 0 && res.Closes == ClosesIdle && clientClosed(res) > 0:
+		// The brokers' own timer: a client whose idle timeout is shorter
+		// closes first, and holds nothing.
+		res.Status, res.ExitCode = StatusOK, 0
+		res.Verdict = fmt.Sprintf("OK: %s closed %s itself before the brokers' idle timeout (%s), so the broker closed none%s",
+			client, human.Plural(clientClosed(res), "connection"), human.AgeMS(res.BrokerIdleMS), grew)
 	case len(closed) == 0:
 		res.Status, res.ExitCode = StatusUnknown, 3
 		res.Verdict = fmt.Sprintf("UNKNOWN: the broker closed none of %s's connections in %s: %s", client, human.AgeMS(res.DurationMS), noCloseWhy(res))
@@ -202,4 +208,16 @@ func noCloseWhy(res *CommandResult) string {
 	}
 	return fmt.Sprintf("every one had a request in flight at each of the %s (a client that waits on a long request, a Fetch?)",
 		human.Plural(len(res.Rounds), "driven close"))
+}
+
+// clientClosed counts the connections the client closed first while the
+// run watched (not as kdiag stopped it).
+func clientClosed(res *CommandResult) int {
+	n := 0
+	for _, c := range res.Connections {
+		if c.ClosedBy == "client" {
+			n++
+		}
+	}
+	return n
 }

@@ -28,15 +28,21 @@ func TestClientIdleClose(t *testing.T) {
 	if _, err := produceSync(t, p, Record{Topic: "t", Value: []byte("a")}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every connection closed idle by the client", func() bool {
-		st := p.Stats()
-		return st.ClosedIdle >= 2 && st.ConnectionsOpen == 0
-	})
-	for _, id := range initiated(logs) {
-		if logs.index(fmt.Sprintf("Idle connection to node %d disconnected.", id)) < 0 {
-			t.Errorf("no idle disconnect logged for node %d", id)
+	// Every connection made until the record was acked is closed idle by
+	// the client. Each idle close is followed by a metadata request, which
+	// may open a new connection that is then closed idle in turn (the
+	// reconnect churn of the real client): the test waits for the first
+	// ones' closes, not for a moment with no connection open, which lasts
+	// only from a close to the next dial.
+	first := initiated(logs)
+	waitFor(t, "the connections made until the ack closed idle by the client", func() bool {
+		for _, id := range first {
+			if logs.index(fmt.Sprintf("Idle connection to node %d disconnected.", id)) < 0 {
+				return false
+			}
 		}
-	}
+		return p.Stats().ClosedIdle >= 2
+	})
 	if n := countState(clientSockets(t, c), netstat.CloseWait); n != 0 {
 		t.Errorf("%d CLOSE_WAIT sockets after client idle close", n)
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -348,5 +349,48 @@ func TestActionRepro(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(o), "::error title=kdiag repro::HELD") {
 		t.Errorf("the failing step: %v\n%s\nwant exit 1 with the verdict as an error annotation", err, o)
+	}
+}
+
+// TestCommandInterrupt: Ctrl-C (SIGINT) during a -- CMD run stops the
+// command and everything it started, and says the run was interrupted
+// (UNKNOWN, exit 3).
+func TestCommandInterrupt(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kdiagBin, "repro", "-o", "json", "--", "sh", "-c", "sleep 300 & sleep 301")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	var sh int
+	deadline := time.Now().Add(30 * time.Second)
+	for sh == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		sh = findChild(cmd.Process.Pid, "sleep 301")
+	}
+	if sh == 0 {
+		t.Fatalf("the command did not start; stderr:\n%s", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("kdiag repro -- CMD after SIGINT: %v, want exit status 3\nstderr:\n%s", err, stderr.String())
+	}
+	var res repro.CommandResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("JSON after interrupt: %v\n%s", err, stdout.String())
+	}
+	if !res.Interrupted || !strings.Contains(res.Verdict, "interrupted") {
+		t.Errorf("interrupted %v, verdict %q", res.Interrupted, res.Verdict)
+	}
+	if left := leftOf(res.RunID); len(left) > 0 {
+		t.Errorf("processes of the run left after kdiag repro exited: %v", left)
 	}
 }

@@ -80,7 +80,7 @@ var formats = []string{"table", "wide", "json"}
 func NewCmdRepro(f *cmdutil.Factory, runF func(*ReproOptions) error) *cobra.Command {
 	opts := &ReproOptions{IO: f.IO, Run: repro.Run}
 	cmd := &cobra.Command{
-		Use:   "repro [SCENARIO...] | repro [flags] -- CMD [ARGS...]",
+		Use:   "repro [SCENARIO...] | kdiag repro [flags] -- CMD [ARGS...]",
 		Short: "Reproduce passive-close CLOSE_WAIT, or see what your own client does with the broker's idle close",
 		Long: `Reproduce, in about ` + human.Age(defaultRunTime()) + `, how a Kafka producer ends up with sockets in CLOSE_WAIT.
 
@@ -187,7 +187,7 @@ not (the verdict says what was seen), 2 for bad flags.
 	fl.StringVar(&opts.Bootstrap, "bootstrap-server", "", "a real cluster's bootstrap servers instead of the embedded broker")
 	fl.DurationVar(&opts.BrokerIdle, "broker-idle", 0, "the broker's connections.max.idle.ms (default 10m/--scale, or 10m with --bootstrap-server)")
 	fl.Float64Var(&opts.Scale, "scale", repro.DefaultScale, "divide the real timers by this for the embedded broker")
-	fl.DurationVar(&opts.Duration, "duration", 0, "how long each scenario runs (default 4x the broker idle timeout: 12s)")
+	fl.DurationVar(&opts.Duration, "duration", 0, "how long each scenario runs (default 4x the broker idle timeout: 12s); with -- CMD, how long to watch after its first connection (default 30s)")
 	fl.DurationVar(&opts.SampleInterval, "sample-interval", repro.DefaultSampleInterval, "time between readings of the producer's sockets")
 	fl.StringVar(&opts.Topic, "topic", repro.DefaultTopic, "topic to produce to")
 	fl.BoolVar(&opts.Parallel, "parallel", true, "run the scenarios at the same time, each with its own broker and producer (--parallel=false: one after another)")

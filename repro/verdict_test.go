@@ -148,6 +148,13 @@ func TestJudge(t *testing.T) {
 			wantNote:    "its poll waits up to metadata.max.age.ms (1.5s), longer than the 0.3s between its idle timeout and the broker's",
 		},
 		{
+			name:        "healthy on a real cluster: the client's idle closes count",
+			sc:          scen("healthy"),
+			res:         Result{Client: &producer.Stats{ClosedIdle: 1}},
+			wantVerdict: "OK: no CLOSE_WAIT held — the client closed 1 idle connection itself",
+			wantOK:      true,
+		},
+		{
 			name:        "healthy but CLOSE_WAIT lasted",
 			sc:          scen("healthy"),
 			res:         Result{CloseWaitPeak: 1, CloseWaitOldestMS: 1400, Client: &producer.Stats{ClosedIdle: 5}},

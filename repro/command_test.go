@@ -1,8 +1,12 @@
 package repro
 
 import (
+	"context"
+	"net"
 	"net/netip"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,7 +66,7 @@ func TestLineTail(t *testing.T) {
 // sock is a client socket to broker b from local port l.
 func sock(state netstat.State, l uint16, b string, inode uint64, recvQ uint32) netstat.Socket {
 	return netstat.Socket{State: state, Local: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), l),
-		Remote: netip.MustParseAddrPort(b), Inode: inode, RecvQ: recvQ, PID: 42}
+		Remote: netip.MustParseAddrPort(b), Inode: inode, RecvQ: recvQ, PID: 42, FD: int(inode) - 3}
 }
 
 // TestTimeline follows three connections through the broker's log and the
@@ -83,7 +87,7 @@ func TestTimeline(t *testing.T) {
 	}
 	tl.events(ev)
 	s := tl.sample(at(200), []netstat.Socket{sock(netstat.Established, 40001, b0, 11, 0), sock(netstat.Established, 40002, b1, 12, 0),
-		sock(netstat.Established, 40003, b1, 13, 0), sock(netstat.Established, 50000, "10.0.0.9:443", 14, 0)})
+		sock(netstat.Established, 40003, b1, 13, 0), sock(netstat.Established, 50000, "10.0.0.9:443", 14, 0)}, nil)
 	if s.Established != 3 {
 		t.Errorf("sample: %+v, want 3 ESTABLISHED to the brokers (not the one to 10.0.0.9)", s)
 	}
@@ -94,18 +98,19 @@ func TestTimeline(t *testing.T) {
 		BrokerEvent{At: at(3050), Kind: "accepted", Node: 0, Client: "127.0.0.1:40004", Broker: b0},
 	)
 	tl.events(ev)
-	s = tl.sample(at(3200), []netstat.Socket{sock(netstat.CloseWait, 40002, b1, 12, 1), sock(netstat.Established, 40004, b0, 15, 0)})
+	s = tl.sample(at(3200), []netstat.Socket{sock(netstat.CloseWait, 40002, b1, 12, 1), sock(netstat.Established, 40004, b0, 15, 0)}, nil)
 	if s.CloseWait != 1 || s.Established != 1 {
 		t.Errorf("sample after the close: %+v", s)
 	}
-	tl.sample(at(9000), []netstat.Socket{sock(netstat.CloseWait, 40002, b1, 12, 1)})
-	// Keepalive's reset: the socket has no address any more, its fd is
-	// held (netstat reports it in CLOSE by inode).
-	s = tl.sample(at(19000), []netstat.Socket{{State: netstat.Close, Inode: 12, PID: 42}})
+	tl.sample(at(9000), []netstat.Socket{sock(netstat.CloseWait, 40002, b1, 12, 1)}, nil)
+	// Keepalive's reset: the socket is in no table any more, its fd is
+	// held (the fd check says so; a scan with CLOSE would list it).
+	holds := func(pid, fd int, inode uint64) bool { return pid == 42 && fd == 9 && inode == 12 }
+	s = tl.sample(at(19000), nil, holds)
 	if s.HeldClose != 1 {
 		t.Errorf("sample after the reset: %+v, want the held CLOSE socket counted", s)
 	}
-	tl.sample(at(25000), []netstat.Socket{{State: netstat.Close, Inode: 12, PID: 42}})
+	tl.sample(at(25000), []netstat.Socket{{State: netstat.Close, Inode: 12, PID: 42}}, nil)
 	tl.finish(3*time.Second, 26000)
 
 	c := tl.conns
@@ -194,5 +199,63 @@ func TestJudgeCommand(t *testing.T) {
 				t.Errorf("a held verdict without the client's fix and end: %+v", res)
 			}
 		})
+	}
+}
+
+// BenchmarkTreeRefresh is what following a command costs per sample on
+// this host's /proc: every process's stat (refresh), and with sweep every
+// environment too (every fifth sample, and each one once CMD exited).
+func BenchmarkTreeRefresh(b *testing.B) {
+	for _, sweep := range []bool{false, true} {
+		b.Run(map[bool]string{false: "stat", true: "stat+environ"}[sweep], func(b *testing.B) {
+			tr := newTree("/proc", os.Getpid(), MarkerVar+"=none", time.Now())
+			for b.Loop() {
+				tr.refresh(sweep)
+			}
+		})
+	}
+}
+
+// BenchmarkSample is one sample of a command: the tree's refresh and a
+// scan of its sockets (netstat.Scanner with the command's pids), here the
+// test process's own.
+func BenchmarkSample(b *testing.B) {
+	sc := netstat.NewScanner("/proc")
+	tr := newTree("/proc", os.Getpid(), MarkerVar+"=none", time.Now())
+	for b.Loop() {
+		tr.refresh(false)
+		if _, err := sc.Scan(context.Background(), netstat.Query{PIDs: tr.live()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestProcFDHolds: the fd check finds a socket this process holds, and not
+// once the fd is another file or closed.
+func TestProcFDHolds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	holds := ProcFDHolds("/proc")
+	fd := int(f.Fd())
+	if !holds(os.Getpid(), fd, st.Ino) {
+		t.Errorf("fd %d of inode %d not found", fd, st.Ino)
+	}
+	if holds(os.Getpid(), fd, st.Ino+1) {
+		t.Error("another inode matched")
+	}
+	f.Close()
+	if holds(os.Getpid(), fd, st.Ino) {
+		t.Error("a closed fd still holds the socket")
 	}
 }

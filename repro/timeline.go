@@ -8,8 +8,11 @@ package repro
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/kdiag/kdiag/broker"
@@ -82,6 +85,8 @@ type Conn struct {
 	Held bool `json:"held"`
 
 	inode      uint64
+	fd         int       // the client's fd for it, -1 when unknown
+	heldNow    bool      // the last sample found it held in CLOSE
 	cwFirst    time.Time // first sample that saw it in CLOSE_WAIT
 	closeFirst time.Time // first sample that saw it in CLOSE
 	seenAfter  bool      // a sample saw it after the broker's close
@@ -119,7 +124,7 @@ func (tl *timeline) events(evs []BrokerEvent) {
 		switch ev.Kind {
 		case "accepted":
 			c := &Conn{ID: len(tl.conns) + 1, Node: ev.Node, Broker: ev.Broker, Client: ev.Client,
-				OpenedMS: tl.ms(ev.At), LastRequestMS: -1, ClosedMS: -1, GoneMS: -1, ReconnectMS: -1}
+				OpenedMS: tl.ms(ev.At), LastRequestMS: -1, ClosedMS: -1, GoneMS: -1, ReconnectMS: -1, fd: -1}
 			// The client's first new connection, to any broker, after
 			// the broker closed one is its reconnect (a client reconnects
 			// to whichever broker it needs next: Java for metadata, to
@@ -160,10 +165,27 @@ func (tl *timeline) events(evs []BrokerEvent) {
 	tl.next = len(evs)
 }
 
+// FDHolds says whether process pid's fd is still the socket of inode. A
+// client socket that is in none of the kernel's TCP tables, while its fd
+// still is, was reset (keepalive's probe met no socket on the broker's
+// side): held CLOSE.
+type FDHolds func(pid, fd int, inode uint64) bool
+
+// ProcFDHolds reads /proc/<pid>/fd/<fd>: one readlink for each socket
+// that left the tables, where netstat's own held-CLOSE detection passes
+// over every fd of every process.
+func ProcFDHolds(procRoot string) FDHolds {
+	return func(pid, fd int, inode uint64) bool {
+		l, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "fd", strconv.Itoa(fd)))
+		return err == nil && l == "socket:["+strconv.FormatUint(inode, 10)+"]"
+	}
+}
+
 // sample applies one sample of the command's sockets, taken at now: the
 // state of each connection's client end, and the connections to other
-// endpoints.
-func (tl *timeline) sample(now time.Time, socks []netstat.Socket) Sample {
+// endpoints. A connection whose socket the sample lacks is held CLOSE when
+// the scan reported it so (by inode) or holds says its fd is still there.
+func (tl *timeline) sample(now time.Time, socks []netstat.Socket, holds FDHolds) Sample {
 	s := Sample{Elapsed: now.Sub(tl.started)}
 	s.ElapsedMS = s.Elapsed.Milliseconds()
 	local := map[string]*netstat.Socket{}
@@ -175,9 +197,6 @@ func (tl *timeline) sample(now time.Time, socks []netstat.Socket) Sample {
 		}
 		if so.State == netstat.Close {
 			held[so.Inode] = so
-			if tl.byInode[so.Inode] != nil {
-				s.HeldClose++
-			}
 			continue
 		}
 		remote := unmap(so.Remote).String()
@@ -199,7 +218,10 @@ func (tl *timeline) sample(now time.Time, socks []netstat.Socket) Sample {
 		}
 	}
 	for addr, c := range tl.byClient {
-		tl.follow(c, now, local[addr], held)
+		tl.follow(c, now, local[addr], held, holds)
+		if c.heldNow {
+			s.HeldClose++
+		}
 		if c.ClosedBy == "broker" && c.GoneMS >= 0 {
 			delete(tl.byClient, addr)
 		}
@@ -210,10 +232,11 @@ func (tl *timeline) sample(now time.Time, socks []netstat.Socket) Sample {
 // follow updates one connection with what the sample saw of its client
 // end: so (by address) or, once keepalive reset it, its inode among the
 // held CLOSE sockets.
-func (tl *timeline) follow(c *Conn, now time.Time, so *netstat.Socket, held map[uint64]*netstat.Socket) {
+func (tl *timeline) follow(c *Conn, now time.Time, so *netstat.Socket, held map[uint64]*netstat.Socket, holds FDHolds) {
 	closedByBroker := c.ClosedBy == "broker"
+	c.heldNow = false
 	if so != nil {
-		c.PID = so.PID
+		c.PID, c.fd = so.PID, so.FD
 		if so.Inode != 0 && c.inode != so.Inode {
 			c.inode = so.Inode
 			tl.byInode[so.Inode] = c
@@ -234,7 +257,8 @@ func (tl *timeline) follow(c *Conn, now time.Time, so *netstat.Socket, held map[
 		}
 		return
 	}
-	if h := held[c.inode]; c.inode != 0 && h != nil {
+	if c.inode != 0 && (held[c.inode] != nil || holds != nil && c.PID > 0 && c.fd >= 0 && holds(c.PID, c.fd, c.inode)) {
+		c.heldNow = true
 		if c.closeFirst.IsZero() {
 			c.closeFirst = now
 			c.HeldCloseAtMS = tl.ms(now)

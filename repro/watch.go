@@ -16,8 +16,13 @@ import (
 )
 
 // maxThreadSamples bounds the thread samples kept of a client that holds
-// sockets (read once a sample while it holds them).
-const maxThreadSamples = 100
+// sockets, read at most every threadEvery while it holds them: reading a
+// thread's system call (/proc/<pid>/task/<tid>/syscall) waits for the
+// thread to be off its CPU, the dearest read of a sample.
+const (
+	maxThreadSamples = 30
+	threadEvery      = time.Second
+)
 
 // watch is one RunCommand run in progress.
 type watch struct {
@@ -35,7 +40,8 @@ type watch struct {
 	identified map[int]clients.Client
 	threads    [][]clients.ThreadSample // the client's, while it held sockets
 	threadsPID int
-	worst      int // the most sockets held in one sample, for the excerpt
+	threadsAt  time.Time // the last read
+	worst      int       // the most sockets held in one sample, for the excerpt
 }
 
 // loop samples until the run's end: Duration after the first connection,
@@ -109,7 +115,10 @@ func (w *watch) sample(ctx context.Context) time.Time {
 	pids := w.tree.live()
 	var socks []netstat.Socket
 	if len(pids) > 0 {
-		snap, err := w.o.Scanner.Scan(ctx, netstat.Query{PIDs: pids})
+		// The states a client's fd can be in, but CLOSE: the held CLOSE
+		// sockets are found by fd (ProcFDHolds), one readlink each, where
+		// asking netstat for CLOSE passes over every fd of every process.
+		snap, err := w.o.Scanner.Scan(ctx, netstat.Query{PIDs: pids, States: clientStates})
 		if err != nil && ctx.Err() == nil {
 			w.note("reading the command's sockets: " + err.Error())
 		}
@@ -120,7 +129,7 @@ func (w *watch) sample(ctx context.Context) time.Time {
 	}
 	now := time.Now()
 	w.tl.events(w.log.snapshot())
-	s := w.tl.sample(now, socks)
+	s := w.tl.sample(now, socks, ProcFDHolds(w.o.ProcRoot))
 	w.res.Series = append(w.res.Series, s)
 	if w.res.FirstConnectMS < 0 && len(w.tl.conns) > 0 {
 		w.res.FirstConnectMS = w.tl.conns[0].OpenedMS
@@ -171,9 +180,10 @@ func (w *watch) identify(pid int) {
 // thread was doing then (clients.Classify, at the end).
 func (w *watch) sampleThreads() {
 	pids := w.tl.pids()
-	if len(pids) == 0 || len(w.threads) >= maxThreadSamples {
+	if len(pids) == 0 || len(w.threads) >= maxThreadSamples || time.Since(w.threadsAt) < threadEvery {
 		return
 	}
+	w.threadsAt = time.Now()
 	if w.threadsPID != pids[0] {
 		w.threadsPID, w.threads = pids[0], nil
 	}
@@ -253,23 +263,21 @@ func connectionGrowth(series []Sample) (bool, int, int) {
 
 // excerpt lists the sockets of one sample to the brokers, as ss -tanpo
 // would: state, Recv-Q, Send-Q, local, peer, process; a held CLOSE socket
-// has no addresses left, and shows the ones it had.
+// (ss does not list it: it is in no table) shows the addresses it had.
 func excerpt(socks []netstat.Socket, tl *timeline) []string {
 	var out []string
 	for _, so := range socks {
 		local, peer := unmap(so.Local).String(), unmap(so.Remote).String()
-		switch {
-		case so.State == netstat.Close:
-			c := tl.byInode[so.Inode]
-			if c == nil {
-				continue
-			}
-			local, peer = c.Client, c.Broker
-		case !tl.brokers[peer]:
+		if !tl.brokers[peer] {
 			continue
 		}
 		state := strings.ReplaceAll(so.State.String(), "_", "-")
 		out = append(out, fmt.Sprintf("%-11s %-6d %-6d %-21s %-21s pid=%d,fd=%d", state, so.RecvQ, so.SendQ, local, peer, so.PID, so.FD))
+	}
+	for _, c := range tl.conns {
+		if c.heldNow {
+			out = append(out, fmt.Sprintf("%-11s %-6d %-6d %-21s %-21s pid=%d,fd=%d (held: no longer in the kernel's tables)", "CLOSE", 0, 0, c.Client, c.Broker, c.PID, c.fd))
+		}
 	}
 	return out
 }

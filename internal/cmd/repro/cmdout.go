@@ -176,6 +176,16 @@ func afterClose(c *repro.Conn) string {
 	return "the client's end was not seen after the close"
 }
 
+// growthSentence says whether the connections the command held grew.
+func growthSentence(res *repro.CommandResult) string {
+	verb := "did not grow"
+	if res.Grew {
+		verb = "grew"
+	}
+	return fmt.Sprintf("%s, %s opened in all (at most %d held in the first third of the run, %d at the end)",
+		verb, human.Plural(len(res.Connections), "connection"), res.ConnectionsFrom, res.ConnectionsTo)
+}
+
 // clientSentence names the client and how it was recognized.
 func clientSentence(res *repro.CommandResult) string {
 	if res.ClientPID == 0 {
@@ -209,6 +219,9 @@ func writeCommandText(w io.Writer, res *repro.CommandResult, width int) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, wrap("Client: "+clientSentence(res), width, "  "))
+	if len(res.Connections) > 0 {
+		fmt.Fprintln(w, wrap("Connections: "+growthSentence(res), width, "  "))
+	}
 	if res.Threads != nil {
 		for _, n := range res.Threads.Network {
 			fmt.Fprintln(w, wrap(fmt.Sprintf("Network thread %q while it held sockets: %s", n.Name, n.Words()), width, "  "))

@@ -62,6 +62,9 @@ func writeMarkdownReport(w io.Writer, res *repro.CommandResult) error {
 	if res.FirstConnectMS >= 0 {
 		first = "at " + at(res.FirstConnectMS)
 	}
+	if len(res.Connections) > 0 {
+		ew.printf("| Connections | %s |\n", md(growthSentence(res)))
+	}
 	ew.printf("| Watched | %s after the first connection (%s), sockets sampled every %s; a socket held past %s counts as held |\n\n",
 		human.AgeMS(res.DurationMS), first, brief(res.SampleMS), human.AgeMS(res.MaxHoldMS))
 

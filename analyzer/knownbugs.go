@@ -91,6 +91,32 @@ func symptomShown(s clients.Symptom, p *ProcessSeries, ev Evidence) (bool, strin
 		return n >= 3, fmt.Sprintf("connections to %s", human.Plural(n, "broker"))
 	case clients.SymptomReconnectChurn, clients.SymptomReconnectStorm:
 		return p.Opened >= minReconnects, fmt.Sprintf("%d connections opened to brokers during the window", p.Opened)
+	case clients.SymptomSelectLimit:
+		if ev.FDs != nil {
+			return selectLimitShown(ev.FDs.Last.Highest)
+		}
+	}
+	return false, ""
+}
+
+// fdSetSize is glibc's FD_SETSIZE, the fd number select() cannot take
+// (select(2), BUGS); CPython's select.select raises "filedescriptor out of
+// range in select()" for it.
+const fdSetSize = 1024
+
+// selectNear is how close to FD_SETSIZE the highest fd must be for the
+// symptom: a process's fd numbers climb by one per fd opened, so an eighth
+// of the range left is a few bursts of connections or files away.
+const selectNear = fdSetSize - fdSetSize/8
+
+// selectLimitShown says whether a process whose highest fd is highest is
+// near or past select()'s bound, and in what words.
+func selectLimitShown(highest int) (bool, string) {
+	switch {
+	case highest >= fdSetSize:
+		return true, fmt.Sprintf("its highest fd is %d, past select()'s %d: every select() over it fails now", highest, fdSetSize-1)
+	case highest >= selectNear:
+		return true, fmt.Sprintf("its highest fd is %d, %d below the first fd select() cannot take (%d)", highest, fdSetSize-highest, fdSetSize)
 	}
 	return false, ""
 }

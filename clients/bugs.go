@@ -111,6 +111,9 @@ const (
 	// SymptomReconnectStorm: connection attempts toward an unreachable
 	// broker at a short fixed interval.
 	SymptomReconnectStorm Symptom = "reconnect-storm"
+	// SymptomSelectLimit: an fd numbered near or past select()'s
+	// FD_SETSIZE (1024) in a client that polls with select().
+	SymptomSelectLimit Symptom = "select-fd-limit"
 )
 
 // symptomWords says what each symptom looks like in kdiag's output.
@@ -123,6 +126,7 @@ var symptomWords = map[Symptom]string{
 	SymptomConnectionsToAllBrokers: "a connection to every broker of the cluster per client instance, whether or not it talks to that broker",
 	SymptomReconnectChurn:          "new connections to the same broker again and again while it is up: connections opened per minute, TIME_WAIT toward the broker",
 	SymptomReconnectStorm:          "connection attempts toward an unreachable broker at a short fixed interval, with no backoff: SYN_SENT and refused connects at a steady high rate",
+	SymptomSelectLimit:             "the process's highest fd number near or past 1023: select() takes only fds below FD_SETSIZE (1024), whatever RLIMIT_NOFILE allows, so a client that polls with select() fails once a socket gets a number that high",
 }
 
 // Describe says what the symptom looks like in kdiag's output, "" for a
@@ -322,6 +326,21 @@ var knownBugs = []KnownBug{
 			fixCommit(kafkaPythonRepo, "d7522b0fb79bffbe10a2548658a48829dd1a5c33", "break up some circular references and close client wake pipe on __del__"),
 		},
 		Notes: "1.0.1 closes the pipe in KafkaClient.__del__ and breaks the cycles that kept clients alive; the bootstrap socket and the wake fds still leaked until 1.2.0 (kafka-python-689).",
+	},
+	{
+		ID: "kafka-python-613", Library: KafkaPython,
+		Title: "KafkaClient polls its sockets with select.select(): an fd numbered 1024 or higher fails every poll",
+		Affected: AffectedRange{From: "1.0.0",
+			Basis: "the async KafkaClient (kafka/client_async.py), whose _poll calls select.select, was first released in 1.0.0; 0.9.x read blocking sockets without select"},
+		Fixed: "1.1.0", FixDate: date("2016-04-07T16:26:22-07:00"),
+		Symptom:      SymptomSelectLimit,
+		SymptomWords: "ValueError: filedescriptor out of range in select() from the producer's network thread, at every poll once a socket of the process is numbered 1024 or higher, however high ulimit -n is",
+		Sources: []BugRef{
+			issue(kafkaPythonRepo, "613", "KafkaProducer fails when many sockets are opened"),
+			issue(kafkaPythonRepo, "622", "help: filedescriptor out of range in select"),
+			fixCommit(kafkaPythonRepo, "237bd730fd29a105b6aabdc0262a694fb7c8f510", "Use selectors module in KafkaClient"),
+		},
+		Notes: "1.1.0 polls through the selectors module (epoll on Linux), which has no FD_SETSIZE bound; BrokerConnection.recv's own select() went in the same release.",
 	},
 	{
 		ID: "kafka-python-689", Library: KafkaPython,

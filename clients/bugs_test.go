@@ -198,8 +198,8 @@ func TestBugsFor(t *testing.T) {
 
 		// kafka-python: the 1.1.1 (dpkp/kafka-python#689).
 		{KafkaPython, "0.9.5", nil},
-		{KafkaPython, "1.0.0", []string{"kafka-python-552", "kafka-python-689"}},
-		{KafkaPython, "1.0.1", []string{"kafka-python-689"}},
+		{KafkaPython, "1.0.0", []string{"kafka-python-552", "kafka-python-613", "kafka-python-689"}},
+		{KafkaPython, "1.0.1", []string{"kafka-python-613", "kafka-python-689"}},
 		{KafkaPython, "1.1.1", []string{"kafka-python-689", "kafka-python-729"}},
 		{KafkaPython, "1.2.0", []string{"kafka-python-729"}},
 		{KafkaPython, "1.2.1rc1", []string{"kafka-python-729"}},

@@ -236,6 +236,9 @@ type diffResult struct {
 	// CloseWait: whether the sockets the broker closed were seen in
 	// CLOSE_WAIT, and whether that ended (each was closed).
 	CloseWaitSeen, CloseWaitEnded bool
+	// Telemetry counts the telemetry requests once placeTelemetry has
+	// taken them off their connections.
+	Telemetry int
 }
 
 const settle = 1500 * time.Millisecond
@@ -484,6 +487,35 @@ func startRecordedBroker(t *testing.T) (*broker.Cluster, *recorder) {
 	return c, rec
 }
 
+// telemetryRequest is 3.9.0's KIP-714 request at start-up.
+const telemetryRequest = "GetTelemetrySubscriptions v0"
+
+// placeTelemetry takes out where the telemetry request went, which the real
+// 3.9.0 client does not decide the same way from run to run: its
+// ClientTelemetryReporter sends to NetworkClient.leastLoadedNode, which is
+// the bootstrap connection when nothing is in flight on it at that moment
+// and otherwise a new connection to a broker of the metadata (most runs
+// here; once in a full run the bootstrap connection, with no second
+// connection at creation). The request is counted in Telemetry instead of
+// on its connection, and a connection opened at creation for it is not
+// counted at creation: the first send opens that one when telemetry did
+// not.
+func placeTelemetry(r diffResult) diffResult {
+	out := r
+	out.Conns = nil
+	for i, c := range r.Conns {
+		c.Requests = slices.DeleteFunc(slices.Clone(c.Requests), func(req string) bool { return req == telemetryRequest })
+		if n := len(r.Conns[i].Requests) - len(c.Requests); n > 0 {
+			out.Telemetry += n
+			if i > 0 {
+				out.AtCreation--
+			}
+		}
+		out.Conns = append(out.Conns, c)
+	}
+	return out
+}
+
 // TestDifferentialJavaModel runs each scenario against the real client and
 // the model, per version, and compares what the broker saw.
 func TestDifferentialJavaModel(t *testing.T) {
@@ -506,7 +538,7 @@ func TestDifferentialJavaModel(t *testing.T) {
 				model := startModel(t, v.model, v.version, c2.BootstrapServers())
 				got := sc.run(t, rec2, c2, model)
 				t.Logf("model %s:\n%s", v.model, describe(got))
-				if diff := cmp.Diff(real, got); diff != "" {
+				if diff := cmp.Diff(placeTelemetry(real), placeTelemetry(got)); diff != "" {
 					t.Errorf("the model %s does not do what kafka-clients %s does (-real +model):\n%s", v.model, v.version, diff)
 				}
 			})

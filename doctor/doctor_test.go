@@ -97,7 +97,7 @@ func (f *fake) options() Options {
 				return fds.Census{}, os.ErrPermission
 			}
 			n := 500 + 5*int(f.now.Sub(t0)/(10*time.Second))
-			return fds.Census{PID: pid, Open: n, Soft: 1024, Hard: 4096,
+			return fds.Census{PID: pid, Open: n, Highest: n + 2, Soft: 1024, Hard: 4096,
 				ByKind: map[fds.Kind]int{fds.Socket: n - 20, fds.Pipe: 10, fds.Epoll: 4, fds.File: 6}}, nil
 		},
 		Sleep: func(ctx context.Context, d time.Duration) error { f.now = f.now.Add(d); return nil },

@@ -49,6 +49,9 @@ type Census struct {
 	PID int `json:"pid"`
 	// Open is the number of fds open.
 	Open int `json:"open"`
+	// Highest is the highest fd number open, -1 with none: select() takes
+	// only fds below FD_SETSIZE (1024), whatever the count or the limit.
+	Highest int `json:"highest_fd"`
 	// ByKind counts them by Kind.
 	ByKind map[Kind]int `json:"by_kind"`
 	// Sockets are the inodes of its socket fds, sorted, to join with a
@@ -90,7 +93,7 @@ var ErrParse = errors.New("fds: parse error")
 // fs.ErrNotExist, fs.ErrPermission).
 func Read(procRoot string, pid int) (Census, error) {
 	dir := fmt.Sprintf("%s/%d", procRoot, pid)
-	c := Census{PID: pid, ByKind: map[Kind]int{}}
+	c := Census{PID: pid, ByKind: map[Kind]int{}, Highest: -1}
 	f, err := os.Open(dir + "/fd")
 	if err != nil {
 		return c, err
@@ -108,6 +111,9 @@ func Read(procRoot string, pid int) (Census, error) {
 		k, ino := Classify(link)
 		c.ByKind[k]++
 		c.Open++
+		if fd, err := strconv.Atoi(n); err == nil {
+			c.Highest = max(c.Highest, fd)
+		}
 		if k == Socket {
 			c.Sockets = append(c.Sockets, ino)
 		}

@@ -155,3 +155,40 @@ func FuzzParseLimits(f *testing.F) {
 		}
 	})
 }
+
+// TestReadHighest: an fd moved past select()'s FD_SETSIZE (1024) is the
+// census's highest, whatever the count of fds open.
+func TestReadHighest(t *testing.T) {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	const high = 1500
+	if rl.Cur <= high {
+		t.Skipf("RLIMIT_NOFILE %d: fd %d cannot be opened", rl.Cur, high)
+	}
+	before, err := Read("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Highest < 2 || before.Highest >= high {
+		t.Fatalf("highest fd %d before, want at least stderr's 2 and below %d", before.Highest, high)
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	if err := unix.Dup3(p[0], high, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(high)
+	after, err := Read("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Highest != high {
+		t.Errorf("highest fd %d, want %d", after.Highest, high)
+	}
+}

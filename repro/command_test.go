@@ -259,3 +259,35 @@ func TestProcFDHolds(t *testing.T) {
 		t.Error("a closed fd still holds the socket")
 	}
 }
+
+// TestTimelineDeferredRelease: a socket the client shut down itself, whose
+// fd it releases a sample later (Java NIO closes a registered channel's fd
+// at the Selector's next select), is closed at once, not held CLOSE after
+// keepalive; one whose fd stays past AtOnce is held.
+func TestTimelineDeferredRelease(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	const b0 = "127.0.0.1:9092"
+	tl := newTimeline(start, []string{b0})
+	tl.events([]BrokerEvent{
+		{At: at(100), Kind: "accepted", Node: 0, Client: "127.0.0.1:40001", Broker: b0},
+		{At: at(110), Kind: "accepted", Node: 0, Client: "127.0.0.1:40002", Broker: b0},
+		{At: at(3000), Kind: "closed", Client: "127.0.0.1:40001", Reason: broker.ReasonIdle, IdleFor: 2900 * time.Millisecond},
+		{At: at(3000), Kind: "closed", Client: "127.0.0.1:40002", Reason: broker.ReasonIdle, IdleFor: 2890 * time.Millisecond},
+	})
+	tl.sample(at(200), []netstat.Socket{sock(netstat.Established, 40001, b0, 11, 0), sock(netstat.Established, 40002, b0, 12, 0)}, nil)
+	both := func(pid, fd int, inode uint64) bool { return pid == 42 && (inode == 11 || inode == 12) }
+	if s := tl.sample(at(3200), nil, both); s.HeldClose != 2 {
+		t.Errorf("sample after the close: %+v, want both fds seen holding a socket in no table", s)
+	}
+	second := func(pid, fd int, inode uint64) bool { return pid == 42 && inode == 12 }
+	tl.sample(at(3400), nil, second)
+	tl.sample(at(6000), nil, second)
+	tl.finish(3*time.Second, 7000)
+	if c := tl.conns[0]; c.Outcome != OutcomeClosedAtOnce || c.Held || c.GoneMS != 3400 {
+		t.Errorf("fd released 200 ms after the socket left the tables: %+v, want closed at once", c)
+	}
+	if c := tl.conns[1]; c.Outcome != OutcomeHeldClose || c.HeldCloseMS != 2800 {
+		t.Errorf("fd held for 2.8 s: %+v, want held CLOSE", c)
+	}
+}

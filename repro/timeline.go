@@ -294,6 +294,18 @@ func (tl *timeline) finish(maxHold time.Duration, stopMS int64) {
 				// it: closed within that sample interval.
 				c.Outcome = OutcomeClosedAtOnce
 			}
+		case !c.closeFirst.IsZero() && gone && c.HeldCloseMS < AtOnce.Milliseconds():
+			// The client closed the connection itself and released the
+			// fd soon after: Java NIO shuts a channel registered with a
+			// Selector down for writing at close() (the socket leaves
+			// the kernel's tables once the broker ACKs the FIN) and
+			// closes the fd when the Selector next deregisters its key,
+			// so a sample between the two sees a fd holding a socket in
+			// no table. It is not a keepalive reset.
+			c.Outcome = OutcomeClosedAtOnce
+			if c.CloseWaitMS >= AtOnce.Milliseconds() {
+				c.Outcome = OutcomeClosedLater
+			}
 		case !c.closeFirst.IsZero():
 			c.Outcome = OutcomeHeldClose
 		case c.CloseWaitMS >= AtOnce.Milliseconds() && gone:

@@ -39,6 +39,11 @@ type watch struct {
 
 	identified map[int]clients.Client
 	threads    [][]clients.ThreadSample // the client's, while it held sockets
+	// pending is the latest thread sample, kept once the socket sample
+	// after it still shows sockets held: a thread read just as the client
+	// got to its sockets (a callback that returned) would otherwise stand
+	// for the hold, polling, though it held them until then.
+	pending    []clients.ThreadSample
 	threadsPID int
 	threadsAt  time.Time // the last read
 	worst      int       // the most sockets held in one sample, for the excerpt
@@ -139,7 +144,14 @@ func (w *watch) sample(ctx context.Context) time.Time {
 			w.identify(c.PID)
 		}
 	}
-	if held := s.CloseWait + s.HeldClose; held > 0 {
+	held := s.CloseWait + s.HeldClose
+	if w.pending != nil {
+		if held > 0 {
+			w.threads = append(w.threads, w.pending)
+		}
+		w.pending = nil
+	}
+	if held > 0 {
 		w.sampleThreads()
 		if held > w.worst {
 			w.worst = held
@@ -177,7 +189,9 @@ func (w *watch) identify(pid int) {
 
 // sampleThreads reads the threads of the process holding the most
 // connections, while it holds sockets the broker closed: what its network
-// thread was doing then (clients.Classify, at the end).
+// thread was doing then (clients.Classify, at the end). The read waits in
+// pending for the next socket sample, which keeps it only if sockets are
+// still held.
 func (w *watch) sampleThreads() {
 	pids := w.tl.pids()
 	if len(pids) == 0 || len(w.threads) >= maxThreadSamples || time.Since(w.threadsAt) < threadEvery {
@@ -188,7 +202,7 @@ func (w *watch) sampleThreads() {
 		w.threadsPID, w.threads = pids[0], nil
 	}
 	if ts, err := clients.ReadThreads(w.o.ProcRoot, pids[0]); err == nil {
-		w.threads = append(w.threads, ts)
+		w.pending = ts
 	}
 }
 

@@ -119,6 +119,10 @@ type Evidence struct {
 	// IdleConfigured is the client's idle setting as its configuration
 	// sets it, with where ("2000 at app.properties:3"); "" when not read.
 	IdleConfigured string
+	// Ports is the ephemeral port range of its namespace and the sockets
+	// toward each of its brokers, any holder's (CountPorts); nil when
+	// not counted.
+	Ports *PortEvidence
 }
 
 // ConfigFact is one lint finding of a process's configuration, as the

@@ -64,6 +64,16 @@ func reconnectFinding(a *Analysis, p *ProcessSeries, ev Evidence) (Finding, bool
 		cause.Rules = lib.Rules
 	}
 	f.Evidence = []string{fmt.Sprintf("Opened: %d connections to %s in %s, ~%s apart per broker (%s).", p.Opened, human.Plural(brokers, "broker"), human.Age(span), human.Age(every), "new local ports between samples")}
+	if ev.Ports != nil {
+		if line, share := portWords(ev.Ports); line != "" {
+			f.Details = append(f.Details, line)
+			f.Evidence = append(f.Evidence, line)
+			if share >= portWarnShare && f.Severity < Warning {
+				f.Severity = Warning
+				f.Summary += fmt.Sprintf("; %.0f%% of the ephemeral ports toward one broker in use: connect() fails with EADDRNOTAVAIL at the range's end", 100*share)
+			}
+		}
+	}
 	f.Causes = []Cause{withText(cause)}
 	return f, true
 }

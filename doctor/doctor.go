@@ -228,6 +228,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
 	q := o.Query
 	q.States = netstat.AllStates
+	// TIME_WAIT toward the brokers has no holder: kept, to count the
+	// ephemeral ports a reconnecting client spends (analyzer.CountPorts).
+	q.KeepOthers = true
 	// The brokers mark sockets and processes here, they filter nothing:
 	// doctor counts every socket of a client, and a held CLOSE socket has
 	// no remote address a broker filter could match.
@@ -448,6 +451,9 @@ func (o *Options) process(a *analyzer.Analysis, ps *analyzer.ProcessSeries, samp
 	ev.FDs = o.fdEvidence(&p, fdSeries, aopts)
 	if sc, err := o.Sysctls(p.PID); err == nil {
 		ev.Sysctls = &sc
+		if last != nil {
+			ev.Ports = analyzer.CountPorts(last.Sockets, pid, aopts.IsBroker, ev.Sysctls)
+		}
 	}
 	for _, f := range analyzer.Diagnose(a, ps, ev, aopts) {
 		df := Finding{ID: f.Kind, Severity: f.Severity, Title: f.Summary, Evidence: f.Details, KeyEvidence: f.Evidence, Causes: f.Causes}

@@ -24,6 +24,13 @@ type Query struct {
 	// Process limits the scan to processes whose name or command line
 	// matches.
 	Process *regexp.Regexp
+	// KeepOthers keeps, in a scan PIDs or Process restrict, the other
+	// sockets of the selected processes' network namespaces, with PID 0:
+	// those no process holds (TIME_WAIT, orphans in FIN_WAIT or LAST_ACK)
+	// and other processes' (not attributed). A restricted scan otherwise
+	// leaves them out. They are what doctor counts the ephemeral ports in
+	// use toward a broker from.
+	KeepOthers bool
 	// RemotePorts keeps sockets whose remote port is one of these.
 	RemotePorts []uint16
 	// ListenPorts keeps sockets whose local port is one of these: the

@@ -361,7 +361,7 @@ func (s *Scanner) Scan(ctx context.Context, q Query) (*Snapshot, error) {
 	s.applyTransitions(snap, &n)
 	s.dropClosed(snap, sel, source, &n)
 	snap.Unseen = s.unseen(snap.Sockets, stats, sel.restricted, &n)
-	s.restrict(snap, sel)
+	s.restrict(snap, sel, q.KeepOthers)
 	s.phase("held, ages, unseen")
 	switch {
 	case s.Unordered:
@@ -760,15 +760,16 @@ func (s *Scanner) dropClosed(snap *Snapshot, sel selection, source string, n *no
 }
 
 // restrict keeps, with --pid or --process, only the selected processes'
-// sockets.
-func (s *Scanner) restrict(snap *Snapshot, sel selection) {
+// sockets, and with others the unattributed ones too (Query.KeepOthers).
+func (s *Scanner) restrict(snap *Snapshot, sel selection, others bool) {
 	if !sel.restricted {
 		return
 	}
-	keep := make(map[int]bool, len(sel.cand))
+	keep := make(map[int]bool, len(sel.cand)+1)
 	for _, p := range sel.cand {
 		keep[p] = true
 	}
+	keep[0] = others
 	snap.Sockets = slices.DeleteFunc(snap.Sockets, func(x Socket) bool { return !keep[x.PID] })
 }
 

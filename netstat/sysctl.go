@@ -46,11 +46,29 @@ type TCPSysctls struct {
 	// probes unanswered before the connection is dropped, for a socket
 	// without TCP_KEEPCNT.
 	KeepaliveProbes int
+	// PortLow and PortHigh are net.ipv4.ip_local_port_range (default
+	// 32768 60999): the ephemeral ports connect() picks from. A client
+	// that connects without bind() may reuse a port toward another
+	// destination (__inet_hash_connect checks the 4-tuple), so the range
+	// runs out per destination address and port: a reconnect storm toward
+	// one broker, its TIME_WAIT lasting 60 s, empties it for that broker.
+	PortLow, PortHigh int
+}
+
+// Ports is the size of the ephemeral port range, 0 when it was not read.
+func (s TCPSysctls) Ports() int {
+	if s.PortHigh < s.PortLow || s.PortLow == 0 {
+		return 0
+	}
+	return s.PortHigh - s.PortLow + 1
 }
 
 // sysctlFiles are the files TCPSysctls is read from, under
 // <procRoot>/sys/net/ipv4, in this order (readTCPSysctls).
 var sysctlFiles = [...]string{"tcp_fin_timeout", "tcp_keepalive_time", "tcp_keepalive_intvl", "tcp_keepalive_probes"}
+
+// portRangeFile is read after sysctlFiles: two integers, not one.
+const portRangeFile = "ip_local_port_range"
 
 // NetSysctls reads the TCPSysctls of pid's network namespace (pid 0:
 // kdiag's own) now, uncached (SysctlCache reads each namespace once).
@@ -85,15 +103,17 @@ func NetSysctls(procRoot string, pid int) (TCPSysctls, error) {
 // readTCPSysctls opens the files of sysctlFiles under dir with open (in
 // the namespace of inode ino) and parses them.
 func readTCPSysctls(dir string, ino uint64, open func(paths []string) ([]*os.File, error)) (TCPSysctls, error) {
-	paths := make([]string, len(sysctlFiles))
+	paths := make([]string, len(sysctlFiles), len(sysctlFiles)+1)
 	for i, name := range sysctlFiles {
 		paths[i] = filepath.Join(dir, name)
 	}
+	paths = append(paths, filepath.Join(dir, portRangeFile))
 	files, err := open(paths)
 	if err != nil {
 		return TCPSysctls{}, err
 	}
 	var vals [len(sysctlFiles)]int
+	var ports [2]int
 	var errs []error
 	for i, f := range files {
 		// A sysctl file is one short line; 64 bytes hold any int's.
@@ -102,6 +122,13 @@ func readTCPSysctls(dir string, ino uint64, open func(paths []string) ([]*os.Fil
 		f.Close()
 		if rerr != nil {
 			errs = append(errs, fmt.Errorf("netstat: read %s: %w", paths[i], rerr))
+			continue
+		}
+		if i == len(sysctlFiles) {
+			var perr error
+			if ports[0], ports[1], perr = parsePortRange(buf[:n]); perr != nil {
+				errs = append(errs, fmt.Errorf("netstat: %s: %w", paths[i], perr))
+			}
 			continue
 		}
 		v, perr := parseSysctlInt(buf[:n])
@@ -120,7 +147,28 @@ func readTCPSysctls(dir string, ino uint64, open func(paths []string) ([]*os.Fil
 		KeepaliveTime:   time.Duration(vals[1]) * time.Second,
 		KeepaliveIntvl:  time.Duration(vals[2]) * time.Second,
 		KeepaliveProbes: vals[3],
+		PortLow:         ports[0],
+		PortHigh:        ports[1],
 	}, nil
+}
+
+// parsePortRange parses ip_local_port_range: two ports separated by
+// blanks ("32768\t60999\n"), the first not above the second. Anything else
+// is an error wrapping ErrParse that quotes it.
+func parsePortRange(b []byte) (lo, hi int, err error) {
+	f := bytes.Fields(b)
+	if len(f) == 2 {
+		lo, err1 := strconv.Atoi(string(f[0]))
+		hi, err2 := strconv.Atoi(string(f[1]))
+		if err1 == nil && err2 == nil && lo > 0 && lo <= hi && hi <= 65535 {
+			return lo, hi, nil
+		}
+	}
+	q := bytes.TrimSpace(b)
+	if len(q) > 32 {
+		q = q[:32]
+	}
+	return 0, 0, fmt.Errorf("%w: %q is not a port range", ErrParse, q)
 }
 
 // openSysctlFiles opens paths in the caller's namespace; on an error it closes

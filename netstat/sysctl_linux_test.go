@@ -33,6 +33,7 @@ func sysctlChild(t *testing.T, vals [4]int) int {
 	for i, name := range sysctlFiles {
 		script += "echo " + strconv.Itoa(vals[i]) + " > /proc/sys/net/ipv4/" + name + " && "
 	}
+	script += "echo '" + childPorts + "' > /proc/sys/net/ipv4/" + portRangeFile + " && "
 	// read returns at EOF, when the test closes stdin; timeout bounds it.
 	script += "echo ready && exec timeout 60 sh -c \"read x\""
 	cmd := exec.Command("unshare", "-n", "sh", "-c", script)
@@ -59,6 +60,9 @@ func sysctlChild(t *testing.T, vals [4]int) int {
 	go io.Copy(io.Discard, stdout)
 	return cmd.Process.Pid
 }
+
+// childPorts is the ephemeral port range sysctlChild sets.
+const childPorts = "20000 29999"
 
 // hostSysctls reads kdiag's own namespace's values as a user would.
 func hostSysctls(t *testing.T) [4]int {
@@ -95,7 +99,7 @@ func TestNetSysctlsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := TCPSysctls{NetNS: ino, FinTimeout: time.Duration(vals[0]) * time.Second, KeepaliveTime: time.Duration(vals[1]) * time.Second,
-		KeepaliveIntvl: time.Duration(vals[2]) * time.Second, KeepaliveProbes: vals[3]}
+		KeepaliveIntvl: time.Duration(vals[2]) * time.Second, KeepaliveProbes: vals[3], PortLow: 20000, PortHigh: 29999}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("the child's namespace (-want +got):\n%s", d)
 	}

@@ -69,14 +69,26 @@ func TestNetSysctlsFixture(t *testing.T) {
 	write("tcp_keepalive_time", "30\n")
 	write("tcp_keepalive_intvl", "5\n")
 	write("tcp_keepalive_probes", "3\n")
+	write("ip_local_port_range", "32768\t60999\n")
 	got, err := NetSysctls(root, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := TCPSysctls{FinTimeout: 2 * time.Second, KeepaliveTime: 30 * time.Second, KeepaliveIntvl: 5 * time.Second, KeepaliveProbes: 3}
+	want := TCPSysctls{FinTimeout: 2 * time.Second, KeepaliveTime: 30 * time.Second, KeepaliveIntvl: 5 * time.Second, KeepaliveProbes: 3,
+		PortLow: 32768, PortHigh: 60999}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
+	if got.Ports() != 28232 {
+		t.Errorf("Ports() = %d, want 28232", got.Ports())
+	}
+	for _, bad := range []string{"60999 32768\n", "32768\n", "1024 70000\n", "a b\n"} {
+		write("ip_local_port_range", bad)
+		if _, err := NetSysctls(root, 0); !errors.Is(err, ErrParse) || !strings.Contains(err.Error(), "ip_local_port_range") {
+			t.Errorf("ip_local_port_range %q: error %v, want ErrParse naming the file", bad, err)
+		}
+	}
+	write("ip_local_port_range", "32768\t60999\n")
 	write("tcp_keepalive_probes", "many\n")
 	_, err = NetSysctls(root, 0)
 	if !errors.Is(err, ErrParse) || !strings.Contains(err.Error(), "tcp_keepalive_probes") || !strings.Contains(err.Error(), `"many"`) {

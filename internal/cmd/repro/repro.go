@@ -145,14 +145,8 @@ not (the verdict says what was seen), 2 for bad flags.
 			if err := cmdutil.CheckFormat(opts.Output, formats); err != nil {
 				return err
 			}
-			if opts.Scale <= 0 {
-				return cmdutil.UsageErrorf("--scale must be positive (200 turns the broker's 10m idle timeout into 3s)")
-			}
-			if opts.Duration < 0 || opts.BrokerIdle < 0 {
-				return cmdutil.UsageErrorf("--duration and --broker-idle must not be negative")
-			}
-			if opts.SampleInterval < 10*time.Millisecond {
-				return cmdutil.UsageErrorf("--sample-interval must be at least 10ms")
+			if err := checkShared(opts); err != nil {
+				return err
 			}
 			if opts.BrokerIdle == 0 {
 				if opts.Bootstrap != "" {
@@ -203,11 +197,8 @@ not (the verdict says what was seen), 2 for bad flags.
 	return cmd
 }
 
-// runE checks and runs kdiag repro -- CMD.
-func runE(cmd *cobra.Command, f *cmdutil.Factory, opts *ReproOptions, scenarios, command []string, runF func(*ReproOptions) error) error {
-	if err := checkCommand(cmd, opts, scenarios, command); err != nil {
-		return err
-	}
+// checkShared checks the flags the scenarios and -- CMD share.
+func checkShared(opts *ReproOptions) error {
 	if opts.Scale <= 0 {
 		return cmdutil.UsageErrorf("--scale must be positive (200 turns the broker's 10m idle timeout into 3s)")
 	}
@@ -216,6 +207,17 @@ func runE(cmd *cobra.Command, f *cmdutil.Factory, opts *ReproOptions, scenarios,
 	}
 	if opts.SampleInterval < 10*time.Millisecond {
 		return cmdutil.UsageErrorf("--sample-interval must be at least 10ms")
+	}
+	return nil
+}
+
+// runE checks and runs kdiag repro -- CMD.
+func runE(cmd *cobra.Command, f *cmdutil.Factory, opts *ReproOptions, scenarios, command []string, runF func(*ReproOptions) error) error {
+	if err := checkCommand(cmd, opts, scenarios, command); err != nil {
+		return err
+	}
+	if err := checkShared(opts); err != nil {
+		return err
 	}
 	if opts.BrokerIdle == 0 {
 		opts.BrokerIdle = time.Duration(float64(repro.RealBrokerIdle) / opts.Scale).Round(time.Millisecond)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/broker"
+	"github.com/kdiag/kdiag/internal/testio"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/producer"
 )
@@ -253,7 +254,7 @@ const settle = 1500 * time.Millisecond
 func startUp(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClient) int {
 	t.Helper()
 	if cl.version() == "3.9.0" {
-		waitFor(t, 60*time.Second, "the producer ID (3.9.0's start)", func() bool { return strings.Contains(cl.log(), "ProducerId set to") })
+		testio.WaitFor(t, 60*time.Second, "the producer ID (3.9.0's start)", func() bool { return strings.Contains(cl.log(), "ProducerId set to") })
 		rec.awaitRequests(t, "GetTelemetrySubscriptions", 1)
 	}
 	rec.quietSince(t, settle, time.Now())
@@ -314,7 +315,7 @@ func scenarioBlocked(t *testing.T, rec *recorder, c *broker.Cluster, cl diffClie
 // 0 can come before the log says who closed the last one.
 func closedAll(t *testing.T, rec *recorder) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "every connection's close logged", func() bool { return len(rec.open()) == 0 })
+	testio.WaitFor(t, 30*time.Second, "every connection's close logged", func() bool { return len(rec.open()) == 0 })
 }
 
 // closeIdle drives the broker's idle close of the connection of client
@@ -322,7 +323,7 @@ func closedAll(t *testing.T, rec *recorder) {
 // it to be idle (at most 20 s); one the client closed meanwhile is left.
 func closeIdle(t *testing.T, c *broker.Cluster, rec *recorder, remote string) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "the broker closes "+remote, func() bool {
+	testio.WaitFor(t, 20*time.Second, "the broker closes "+remote, func() bool {
 		return c.CloseIdleConn(remote) || !rec.isOpen(remote)
 	})
 }

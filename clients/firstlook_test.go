@@ -23,6 +23,7 @@ import (
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/doctor"
 	"github.com/kdiag/kdiag/internal/testbin"
+	"github.com/kdiag/kdiag/internal/testio"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -188,7 +189,7 @@ func startHeld(t *testing.T, clientBin string) *client {
 func waitHeld(t *testing.T, pid int) int {
 	t.Helper()
 	var held int
-	waitFor(t, 90*time.Second, "keepalive turns the client's CLOSE_WAIT into held CLOSE", func() bool {
+	testio.WaitFor(t, 90*time.Second, "keepalive turns the client's CLOSE_WAIT into held CLOSE", func() bool {
 		s, err := netstat.NewScanner("/proc").Scan(context.Background(), netstat.Query{PIDs: []int{pid}})
 		if err != nil {
 			t.Fatal(err)
@@ -271,11 +272,11 @@ func TestFirstLookKdiagProduce(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	pid := cmd.Process.Pid
-	waitFor(t, 60*time.Second, "the broker closes the producer's idle connections", func() bool {
+	testio.WaitFor(t, 60*time.Second, "the broker closes the producer's idle connections", func() bool {
 		s := c.Stats()
 		return s.ClosedIdle >= 1 && s.Open == 0
 	})
-	waitFor(t, 10*time.Second, "the producer's sockets reach CLOSE_WAIT", func() bool { cw, _ := states(t, pid, c); return cw >= 1 })
+	testio.WaitFor(t, 10*time.Second, "the producer's sockets reach CLOSE_WAIT", func() bool { cw, _ := states(t, pid, c); return cw >= 1 })
 	r, code := firstLook(t, "--brokers", c.BootstrapServers())
 	p := reportOf(r, pid)
 	if p == nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/kdiag/kdiag/broker"
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/doctor"
+	"github.com/kdiag/kdiag/internal/testio"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -360,7 +361,7 @@ func (b *idleBroker) closeIdle(t *testing.T, pid int) []string {
 	b.mu.Lock()
 	from := len(b.closes)
 	b.mu.Unlock()
-	waitFor(t, 20*time.Second, "the broker closes an idle connection", func() bool { return b.CloseIdle() > 0 })
+	testio.WaitFor(t, 20*time.Second, "the broker closes an idle connection", func() bool { return b.CloseIdle() > 0 })
 	b.mu.Lock()
 	closed := append([]string(nil), b.closes[from:]...)
 	b.mu.Unlock()
@@ -390,7 +391,7 @@ func TestJavaProducer(t *testing.T) {
 
 			// Polling: the broker's close is read and the socket closed.
 			local := c.closeIdle(t, j.pid)
-			waitFor(t, 30*time.Second, "the client closes every socket the broker closed", func() bool {
+			testio.WaitFor(t, 30*time.Second, "the client closes every socket the broker closed", func() bool {
 				now := sockets(t, j.pid, c.Cluster)
 				for _, l := range local {
 					if _, ok := now[l]; ok {
@@ -418,7 +419,7 @@ func TestJavaProducer(t *testing.T) {
 				}
 				return true
 			}
-			waitFor(t, 30*time.Second, "every socket the broker closed in CLOSE_WAIT", inCloseWait)
+			testio.WaitFor(t, 30*time.Second, "every socket the broker closed in CLOSE_WAIT", inCloseWait)
 			// However long the callback blocks, they stay: sampled over
 			// more than doctor's stuck age (1 s) while it does.
 			for range 6 {
@@ -439,7 +440,7 @@ func TestJavaProducer(t *testing.T) {
 			// Released: the thread polls again and closes them.
 			j.do("release")
 			j.waitLine("acked 1")
-			waitFor(t, 30*time.Second, "the client closes its CLOSE_WAIT sockets once the callback returns", func() bool {
+			testio.WaitFor(t, 30*time.Second, "the client closes its CLOSE_WAIT sockets once the callback returns", func() bool {
 				now := sockets(t, j.pid, c.Cluster)
 				for _, l := range local {
 					if _, ok := now[l]; ok {

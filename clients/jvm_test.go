@@ -8,6 +8,7 @@ import (
 
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/doctor"
+	"github.com/kdiag/kdiag/internal/testio"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -27,7 +28,7 @@ func TestJVMNetworkThreads(t *testing.T) {
 	// Wait until both are parked where the test says (the selector in
 	// epoll, the blocked one in its futex), with a bound.
 	lib, _ := clients.Lookup(clients.KafkaClients)
-	waitFor(t, 30*time.Second, "producer-1's network thread in epoll and producer-2's outside it", func() bool {
+	testio.WaitFor(t, 30*time.Second, "producer-1's network thread in epoll and producer-2's outside it", func() bool {
 		ts, err := clients.ReadThreads("/proc", pid)
 		if err != nil {
 			t.Fatal(err)

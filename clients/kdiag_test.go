@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/broker"
 	"github.com/kdiag/kdiag/internal/testbin"
+	"github.com/kdiag/kdiag/internal/testio"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/producer"
 )
@@ -258,17 +259,6 @@ func brokerSockets(t *testing.T, pid int, c *broker.Cluster) map[uint16]netstat.
 	return out
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %s waiting for: %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func countIn(socks map[uint16]netstat.Socket, st netstat.State) int {
 	n := 0
 	for _, s := range socks {
@@ -328,7 +318,7 @@ func testProduceOnDemand(t *testing.T, bin string) {
 	// the first record is acknowledged), until the producer holds only
 	// CLOSE_WAIT.
 	var socks map[uint16]netstat.Socket
-	waitUntil(t, 60*time.Second, "every connection of kdiag produce closed by the broker and in CLOSE_WAIT", func() bool {
+	testio.WaitFor(t, 60*time.Second, "every connection of kdiag produce closed by the broker and in CLOSE_WAIT", func() bool {
 		c.CloseIdle()
 		socks = brokerSockets(t, pid, c)
 		return len(socks) > 0 && countIn(socks, netstat.CloseWait) == len(socks)
@@ -375,12 +365,12 @@ func testProducePoll(t *testing.T, bin string) {
 	// The connections open now; the broker closes them; each must be
 	// gone (closed by the producer), none left in CLOSE_WAIT.
 	var before map[uint16]netstat.Socket
-	waitUntil(t, 60*time.Second, "kdiag produce connected", func() bool {
+	testio.WaitFor(t, 60*time.Second, "kdiag produce connected", func() bool {
 		before = brokerSockets(t, pid, c)
 		return countIn(before, netstat.Established) > 0
 	})
 	closed := 0
-	waitUntil(t, 60*time.Second, "a connection the broker closed, closed by kdiag produce, and none of them in CLOSE_WAIT", func() bool {
+	testio.WaitFor(t, 60*time.Second, "a connection the broker closed, closed by kdiag produce, and none of them in CLOSE_WAIT", func() bool {
 		closed += c.CloseIdle()
 		now := brokerSockets(t, pid, c)
 		gone := 0
@@ -426,7 +416,7 @@ func testReproChildren(t *testing.T, bin string) {
 	cmd := startKdiag(t, bin, "", append([]string{"repro", "--duration", "20s"}, scenarios...)...)
 	repro := cmd.Process.Pid
 	var kids []int
-	waitUntil(t, 90*time.Second, "kdiag repro's producers started and identifiable", func() bool {
+	testio.WaitFor(t, 90*time.Second, "kdiag repro's producers started and identifiable", func() bool {
 		kids = childrenOf(t, repro)
 		if len(kids) < len(scenarios) {
 			return false

@@ -26,6 +26,7 @@ import (
 	"github.com/kdiag/kdiag/clients"
 	"github.com/kdiag/kdiag/doctor"
 	"github.com/kdiag/kdiag/internal/testbin"
+	"github.com/kdiag/kdiag/internal/testio"
 	"github.com/kdiag/kdiag/netstat"
 )
 
@@ -41,17 +42,6 @@ func startBroker(t *testing.T) *broker.Cluster {
 	}
 	t.Cleanup(c.Close)
 	return c
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %s waiting for: %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // client is a running client process that prints "sent" once it has
@@ -182,8 +172,8 @@ func has(ids []string, id string) bool {
 func checkReader(t *testing.T, c *broker.Cluster, cl *client, lib, version string) doctor.Process {
 	t.Helper()
 	pid := cl.cmd.Process.Pid
-	waitFor(t, 30*time.Second, "the broker closes an idle connection", func() bool { return c.Stats().ClosedIdle >= 1 })
-	waitFor(t, 20*time.Second, "no CLOSE_WAIT left", func() bool { cw, _ := states(t, pid, c); return cw == 0 })
+	testio.WaitFor(t, 30*time.Second, "the broker closes an idle connection", func() bool { return c.Stats().ClosedIdle >= 1 })
+	testio.WaitFor(t, 20*time.Second, "no CLOSE_WAIT left", func() bool { cw, _ := states(t, pid, c); return cw == 0 })
 	for range 5 {
 		time.Sleep(200 * time.Millisecond)
 		if cw, _ := states(t, pid, c); cw != 0 {
@@ -219,11 +209,11 @@ func checkHolder(t *testing.T, c *broker.Cluster, cl *client, lib, version, fixW
 		code int
 	)
 	for attempt := 1; ; attempt++ {
-		waitFor(t, 30*time.Second, "the broker closes every idle connection", func() bool {
+		testio.WaitFor(t, 30*time.Second, "the broker closes every idle connection", func() bool {
 			s := c.Stats()
 			return s.ClosedIdle >= 1 && s.Open == 0
 		})
-		waitFor(t, 10*time.Second, "the client's sockets reach CLOSE_WAIT", func() bool {
+		testio.WaitFor(t, 10*time.Second, "the client's sockets reach CLOSE_WAIT", func() bool {
 			cw, est := states(t, pid, c)
 			return cw >= 1 && est == 0
 		})
@@ -263,7 +253,7 @@ func TestLiveKcat(t *testing.T) {
 		return pid
 	}
 	var pid int
-	waitFor(t, 10*time.Second, "kcat -P running", func() bool { pid = pgrep(); return pid > 0 })
+	testio.WaitFor(t, 10*time.Second, "kcat -P running", func() bool { pid = pgrep(); return pid > 0 })
 	p := checkReader(t, c, &client{cmd: &exec.Cmd{Process: &os.Process{Pid: pid}}}, clients.Librdkafka, "")
 	if !strings.HasPrefix(p.Client.Binding, "kcat") || p.Client.Version == "" {
 		t.Errorf("kcat: doctor says %+v, want librdkafka with its version, loaded by kcat", p.Client)

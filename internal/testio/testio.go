@@ -5,6 +5,8 @@ package testio
 import (
 	"bytes"
 	"sync"
+	"testing"
+	"time"
 )
 
 // SyncBuffer is a bytes.Buffer that goroutines may write into (a logger, a
@@ -27,4 +29,18 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// WaitFor polls cond every 100 ms until it holds, and fails the test with
+// what it waited for once d has passed: the bound keeps a broken test from
+// hanging, it is not what the test checks.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %s waiting for: %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kdiag/kdiag/analyzer"
 	"github.com/kdiag/kdiag/doctor"
 	"github.com/kdiag/kdiag/fds"
+	"github.com/kdiag/kdiag/netstat"
 )
 
 // finding returns the process's finding of kind, nil when there is none.
@@ -132,8 +133,14 @@ func TestJavaReconnectChurn(t *testing.T) {
 	// The ports toward the broker, counted with the TIME_WAIT no process
 	// holds (none here: the broker closed each connection first).
 	ports := regexp.MustCompile(`^Ports: toward 127\.0\.0\.1:\d+, 0 TIME_WAIT and 0 SYN_SENT \(any holder\); [1-9]\d* of the \d+ ephemeral ports \(\d+-\d+\) in use toward it`)
-	if !slices.ContainsFunc(f.KeyEvidence, ports.MatchString) {
-		t.Errorf("evidence %q, want the ports in use toward the broker", f.KeyEvidence)
+	// They are counted from the last scan's sockets of the process to the
+	// broker: one the scan caught between a close and its reconnect has
+	// none, and no ports line.
+	switch open := p.BrokerSockets[netstat.Established.String()]; {
+	case open > 0 && !slices.ContainsFunc(f.KeyEvidence, ports.MatchString):
+		t.Errorf("evidence %q with %d connections to the broker at the last scan, want the ports in use toward it", f.KeyEvidence, open)
+	case open == 0:
+		t.Logf("the last scan caught the producer between a close and its reconnect: no ports line to check")
 	}
 	t.Logf("%d driven idle closes in 38s: %s; %q", closes, f.Title, f.KeyEvidence)
 }

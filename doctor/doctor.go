@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -63,6 +64,13 @@ type Options struct {
 	// Sysctls reads the TCP sysctls of a process's network namespace
 	// (tcp_fin_timeout, keepalive), which the diagnosis's wording cites.
 	Sysctls func(pid int) (netstat.TCPSysctls, error)
+	// Holds says whether a process's fd still holds a socket
+	// (netstat.FDHolds under ProcRoot). A scan that lists sockets in
+	// CLOSE that an fd holds is checked again HeldRecheck later (default
+	// 200ms): those the process closed meanwhile were a close in
+	// progress, not held (netstat.Snapshot.DropReleased).
+	Holds       func(pid, fd int, inode uint64) bool
+	HeldRecheck time.Duration
 	// Sleep waits between samples; nil is a timer on ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 	Arch  string
@@ -99,6 +107,10 @@ func (o *Options) defaults() {
 	}
 	if o.FDs == nil {
 		o.FDs = func(pid int) (fds.Census, error) { return fds.Read(o.ProcRoot, pid) }
+	}
+	o.HeldRecheck = cmp.Or(o.HeldRecheck, 200*time.Millisecond)
+	if o.Holds == nil {
+		o.Holds = func(pid, fd int, inode uint64) bool { return netstat.FDHolds(o.ProcRoot, pid, fd, inode) }
 	}
 	if o.Sleep == nil {
 		o.Sleep = func(ctx context.Context, d time.Duration) error {
@@ -281,6 +293,7 @@ func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer
 	deadline := time.Time{}
 	for {
 		at := time.Now()
+		var slept time.Duration
 		s, err := o.Scan(ctx, q)
 		if err != nil {
 			if last == nil {
@@ -293,6 +306,7 @@ func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer
 			for i := range s.Processes {
 				s.Processes[i].Cmdline = redact.Line(s.Processes[i].Cmdline)
 			}
+			slept = o.dropReleased(ctx, s, rep)
 			last, at = s, s.Time
 			tracker.Add(s)
 			rep.Samples++
@@ -308,11 +322,31 @@ func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer
 		if o.Duration <= 0 || !at.Add(o.Interval).Before(deadline.Add(o.Interval/2)) {
 			break
 		}
-		if err := o.Sleep(ctx, o.Interval); err != nil {
+		if err := o.Sleep(ctx, max(o.Interval-slept, 0)); err != nil {
 			break
 		}
 	}
 	return last, perPID, fdSeries, nil
+}
+
+// dropReleased checks the held CLOSE sockets of s again HeldRecheck after
+// the scan and leaves out those their process closed meanwhile (a close in
+// progress: Java NIO releases a closed channel's fd at its selector's next
+// select), each process's count said in a note. It returns the time it
+// waited, which the wait for the next scan is shortened by.
+func (o *Options) dropReleased(ctx context.Context, s *netstat.Snapshot, rep *Report) time.Duration {
+	if len(s.HeldClose()) == 0 {
+		return 0
+	}
+	if o.Sleep(ctx, o.HeldRecheck) != nil {
+		return o.HeldRecheck
+	}
+	gone := s.DropReleased(o.Holds)
+	for _, pid := range slices.Sorted(maps.Keys(gone)) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("pid %d: %s in state CLOSE closed by the process within %s of the scan: a close in progress, not held",
+			pid, human.Plural(gone[pid], "socket"), o.HeldRecheck))
+	}
+	return o.HeldRecheck
 }
 
 // sampleClients records, for each process of s that is a Kafka client, its

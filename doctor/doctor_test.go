@@ -100,6 +100,8 @@ func (f *fake) options() Options {
 			return fds.Census{PID: pid, Open: n, Highest: n + 2, Soft: 1024, Hard: 4096,
 				ByKind: map[fds.Kind]int{fds.Socket: n - 20, fds.Pipe: 10, fds.Epoll: 4, fds.File: 6}}, nil
 		},
+		// The held CLOSE sockets stay held when checked again.
+		Holds: func(pid, fd int, inode uint64) bool { return true },
 		Sleep: func(ctx context.Context, d time.Duration) error { f.now = f.now.Add(d); return nil },
 	}
 }

@@ -2,11 +2,9 @@ package repro
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -227,36 +225,6 @@ func BenchmarkSample(b *testing.B) {
 		if _, err := sc.Scan(context.Background(), netstat.Query{PIDs: tr.live()}); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// TestProcFDHolds: the fd check finds a socket this process holds, and not
-// once the fd is another file or closed.
-func TestProcFDHolds(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	f, err := ln.(*net.TCPListener).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		t.Fatal(err)
-	}
-	holds := ProcFDHolds("/proc")
-	fd := int(f.Fd())
-	if !holds(os.Getpid(), fd, st.Ino) {
-		t.Errorf("fd %d of inode %d not found", fd, st.Ino)
-	}
-	if holds(os.Getpid(), fd, st.Ino+1) {
-		t.Error("another inode matched")
-	}
-	f.Close()
-	if holds(os.Getpid(), fd, st.Ino) {
-		t.Error("a closed fd still holds the socket")
 	}
 }
 

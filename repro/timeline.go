@@ -8,11 +8,8 @@ package repro
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/kdiag/kdiag/broker"
@@ -171,14 +168,11 @@ func (tl *timeline) events(evs []BrokerEvent) {
 // side): held CLOSE.
 type FDHolds func(pid, fd int, inode uint64) bool
 
-// ProcFDHolds reads /proc/<pid>/fd/<fd>: one readlink for each socket
-// that left the tables, where netstat's own held-CLOSE detection passes
-// over every fd of every process.
+// ProcFDHolds reads /proc/<pid>/fd/<fd> (netstat.FDHolds): one readlink
+// for each socket that left the tables, where netstat's own held-CLOSE
+// detection passes over every fd of every process.
 func ProcFDHolds(procRoot string) FDHolds {
-	return func(pid, fd int, inode uint64) bool {
-		l, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "fd", strconv.Itoa(fd)))
-		return err == nil && l == "socket:["+strconv.FormatUint(inode, 10)+"]"
-	}
+	return func(pid, fd int, inode uint64) bool { return netstat.FDHolds(procRoot, pid, fd, inode) }
 }
 
 // sample applies one sample of the command's sockets, taken at now: the

@@ -154,6 +154,26 @@ func (b *Broker) ClientClose(c *Conn) {
 	gone(c.Client, "FIN_WAIT2")
 }
 
+// ClientShutdown is a close in progress, as Java NIO leaves one: the
+// broker closes (ServerClose), then the client's end is shut down for
+// writing and reaches CLOSE once the broker's end acknowledges its FIN,
+// while its fd stays open: a socket in no kernel table that the process
+// still holds, until c.Client.Close() releases it. (Java closes a channel
+// registered with a Selector this way and releases the fd at the
+// selector's next select.)
+func (b *Broker) ClientShutdown(c *Conn) {
+	b.t.Helper()
+	b.ServerClose(c)
+	if err := c.Client.conn.(*net.TCPConn).CloseWrite(); err != nil {
+		b.t.Fatalf("sockettest: Broker.ClientShutdown(%s): %v", c.Client, err)
+	}
+	c.Client.State, c.Client.RecvQ = "CLOSE", 0
+	if err := waitFDState(c.Client); err != nil {
+		b.t.Fatalf("sockettest: Broker.ClientShutdown(%s): %v", c.Client, err)
+	}
+	c.Server.State = "TIME_WAIT"
+}
+
 // BothClose closes the broker's end (ServerClose), then the client's: the
 // broker's end, which closed first, goes to TIME_WAIT (no file), for 60 s.
 // The client's end is half-closed and closed once the kernel shows it in
@@ -161,12 +181,11 @@ func (b *Broker) ClientClose(c *Conn) {
 // acknowledgement is sent as the broker's end enters TIME_WAIT.
 func (b *Broker) BothClose(c *Conn) {
 	b.t.Helper()
-	b.ServerClose(c)
-	if err := halfClose(c.Client, "CLOSE", nil, ""); err != nil {
+	b.ClientShutdown(c)
+	if err := c.Client.Close(); err != nil {
 		b.t.Fatalf("sockettest: Broker.BothClose(%s): %v", c.Client, err)
 	}
 	gone(c.Client, "CLOSED")
-	c.Server.State = "TIME_WAIT"
 }
 
 // halfClose shuts s down for writing (a FIN), waits until the kernel shows

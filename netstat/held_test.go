@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kdiag/kdiag/internal/sockettest"
+	"github.com/kdiag/kdiag/internal/testio"
 )
 
 // heldChild starts a child in its own network namespace holding 5
@@ -362,6 +363,47 @@ func TestDropClosed(t *testing.T) {
 	// Churn limits nothing the scan reports: a detail, said with -v.
 	if len(n.details) != 1 || !strings.Contains(n.details[0], "1 socket closed while the scan ran") || len(n.list) != 0 {
 		t.Errorf("notes %q, details %q; want no note and one detail saying a socket closed while the scan ran", n.list, n.details)
+	}
+}
+
+// TestDropClosedOtherNetNS: the same in another network namespace (a
+// container's, a test's): a CLOSE_WAIT socket there that its process
+// closed after the dump is looked up in that namespace and left out; the
+// one still there stays, for unseen to report.
+func TestDropClosedOtherNetNS(t *testing.T) {
+	c := sockettest.StartChild(t, sockettest.Spec{CloseWait: 2, NetNS: true})
+	ino, err := NetNSOf("/proc", c.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, gone := c.CloseWait[0], c.CloseWait[1]
+	if err := c.CloseCloseWait(1); err != nil {
+		t.Fatal(err)
+	}
+	testio.WaitFor(t, 10*time.Second, "the child's closed socket leaves CLOSE_WAIT", func() bool {
+		socks, err := DumpNetlinkInNetNS(c.NetNSPath(), States(CloseWait))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range socks {
+			if x.Inode == gone.Inode {
+				return false
+			}
+		}
+		return true
+	})
+	mk := func(x *sockettest.Socket) Socket {
+		return Socket{Family: IPv4, State: CloseWait, Local: x.Local, Remote: x.Remote, Inode: x.Inode, FD: -1, NetNS: ino}
+	}
+	snap := &Snapshot{Sockets: []Socket{mk(live), mk(gone)}}
+	s := NewScanner("/proc")
+	var n notes
+	s.dropClosed(snap, selection{groups: []nsGroup{{ino: 1, host: true}, {ino: ino, pids: []int{c.PID}}}}, SourceNetlink, &n)
+	if len(snap.Sockets) != 1 || snap.Sockets[0].Inode != live.Inode {
+		t.Errorf("sockets left %+v, want only the live one (inode %d)", snap.Sockets, live.Inode)
+	}
+	if len(n.details) != 1 || !strings.Contains(n.details[0], "1 socket closed while the scan ran") {
+		t.Errorf("details %q, want one saying a socket closed while the scan ran", n.details)
 	}
 }
 

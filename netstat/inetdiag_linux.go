@@ -341,12 +341,32 @@ func inNS(where string) string {
 	return " in " + where
 }
 
-// lookupSockets asks the kernel of the caller's network namespace for each
-// of socks (one request each, by its addresses) and returns, for each,
-// whether it is still there with the same inode: a socket closed since the
-// dump is gone, or an orphan (inode 0) in LAST_ACK or later.
-func lookupSockets(socks []*Socket) ([]bool, error) {
-	c, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, nil)
+// lookupSockets asks the kernel of the network namespace nsPath names (""
+// for the caller's own) for each of socks (one request each, by its
+// addresses) and returns, for each, whether it is still there with the
+// same inode: a socket closed since the dump is gone, or an orphan (inode
+// 0) in LAST_ACK or later. Another namespace needs CAP_SYS_ADMIN, as its
+// dump did.
+func lookupSockets(nsPath string, socks []*Socket) ([]bool, error) {
+	var cfg *netlink.Config
+	if nsPath != "" {
+		fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(fd)
+		if fd == 0 {
+			// Config.NetNS 0 means "no namespace" (see dumpNetlinkInNetNS).
+			dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 1)
+			if err != nil {
+				return nil, err
+			}
+			defer unix.Close(dup)
+			fd = dup
+		}
+		cfg = &netlink.Config{NetNS: fd}
+	}
+	c, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, cfg)
 	if err != nil {
 		return nil, err
 	}

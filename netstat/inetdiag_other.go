@@ -32,6 +32,6 @@ func dumpNetlinkInNetNS(nsPath string, states StateSet, o dumpOptions) ([]Socket
 }
 
 // lookupSockets needs netlink, which only Linux has.
-func lookupSockets(socks []*Socket) ([]bool, error) {
+func lookupSockets(nsPath string, socks []*Socket) ([]bool, error) {
 	return nil, fmt.Errorf("netstat: %w: not Linux", ErrNetlinkUnavailable)
 }

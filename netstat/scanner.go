@@ -711,39 +711,43 @@ func (s *Scanner) recordAges(snap *Snapshot, infoScan bool) {
 // not churn but a blind spot (fds kdiag may not read), which unseen says.
 const maxRecheck = 64
 
-// dropClosed takes out of snap the unattributed sockets of the scanner's
-// own network namespace that were closed while the scan ran: on a host
-// whose connections churn, a socket the dump listed may be closed before
-// attribution reads its holder's fds, and left in it would read as a
-// socket kdiag could not see (Snapshot.Unseen: kdiag watch and doctor then
-// exit 3). Each is looked up again by its addresses (one netlink request);
-// one gone, or an orphan since (no inode), is dropped, with a note.
+// dropClosed takes out of snap the unattributed sockets that were closed
+// while the scan ran: on a host whose connections churn, a socket the dump
+// listed may be closed before attribution reads its holder's fds, and left
+// in it would read as a socket kdiag could not see (Snapshot.Unseen: kdiag
+// watch and doctor then exit 3). Each is looked up again by its addresses
+// (one netlink request), in the namespace it was dumped from: the
+// scanner's own, or, as root, another one a process of the scan's groups
+// is in (containers, a test's private namespace). One gone, or an orphan
+// since (no inode), is dropped, with a note.
 func (s *Scanner) dropClosed(snap *Snapshot, sel selection, source string, n *notes) {
-	if source == SourceProc || s.ProcRoot != "/proc" || len(sel.groups) == 0 || !sel.groups[0].host {
+	if source == SourceProc || s.ProcRoot != "/proc" {
 		return
 	}
-	host := sel.groups[0].ino
-	var cands []*Socket
+	where := s.recheckPaths(sel.groups)
+	byNS := map[uint64][]*Socket{}
+	total := 0
 	for i := range snap.Sockets {
 		x := &snap.Sockets[i]
-		if x.PID == 0 && x.Inode != 0 && x.State != Close && (x.NetNS == host || x.NetNS == 0) {
-			if len(cands) == maxRecheck {
-				return
-			}
-			cands = append(cands, x)
+		if _, ok := where[x.NetNS]; !ok || x.PID != 0 || x.Inode == 0 || x.State == Close {
+			continue
 		}
-	}
-	if len(cands) == 0 {
-		return
-	}
-	alive, err := lookupSockets(cands)
-	if err != nil {
-		return
+		if total == maxRecheck {
+			return
+		}
+		total++
+		byNS[x.NetNS] = append(byNS[x.NetNS], x)
 	}
 	gone := map[*Socket]bool{}
-	for i, ok := range alive {
-		if !ok {
-			gone[cands[i]] = true
+	for ns, cands := range byNS {
+		alive, err := lookupSockets(where[ns], cands)
+		if err != nil {
+			continue // a namespace gone or refused: unseen says what it must
+		}
+		for i, ok := range alive {
+			if !ok {
+				gone[cands[i]] = true
+			}
 		}
 	}
 	if len(gone) == 0 {
@@ -757,6 +761,23 @@ func (s *Scanner) dropClosed(snap *Snapshot, sel selection, source string, n *no
 	}
 	snap.Sockets = kept
 	n.detail("%s closed while the scan ran: left out", cmdPlural(len(gone), "socket", "sockets"))
+}
+
+// recheckPaths maps the network namespaces of groups that dropClosed can
+// look sockets up in to their paths: "" for the scanner's own (a socket's
+// NetNS may be 0 there), NetNSPath of a process in it for another, which
+// only root may enter.
+func (s *Scanner) recheckPaths(groups []nsGroup) map[uint64]string {
+	where := map[uint64]string{}
+	for _, g := range groups {
+		switch {
+		case g.host:
+			where[g.ino], where[0] = "", ""
+		case s.euid == 0 && len(g.pids) > 0:
+			where[g.ino] = NetNSPath(s.ProcRoot, g.pids[0])
+		}
+	}
+	return where
 }
 
 // restrict keeps, with --pid or --process, only the selected processes'

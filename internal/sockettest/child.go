@@ -119,6 +119,19 @@ func (c *Child) StartKeepAliveOn(n int) error {
 	return err
 }
 
+// CloseCloseWait has the child close its i-th CloseWait socket (in
+// Child.CloseWait's order), as a client does that finally closes one: it
+// leaves CLOSE_WAIT for LAST_ACK, an orphan, and then the tables. The
+// child does it when it reads the line; wait for the state it causes.
+func (c *Child) CloseCloseWait(i int) error {
+	_, err := fmt.Fprintf(c.stdin, "%s %d\n", closeCmd, i)
+	return err
+}
+
+// closeCmd is the line on the child's stdin that has it close one of its
+// CloseWait sockets, by index.
+const closeCmd = "close"
+
 // keepAliveCmd is the line on the child's stdin that has it turn keepalive
 // on, for every CloseWait client or, followed by a count, the first ones.
 const keepAliveCmd = "keepalive"
@@ -319,6 +332,12 @@ func runChild(js string, in io.Reader, out io.Writer) error {
 		sc := bufio.NewScanner(in)
 		for sc.Scan() {
 			cmd, arg, _ := strings.Cut(sc.Text(), " ")
+			if cmd == closeCmd {
+				if i, err := strconv.Atoi(arg); err == nil && i >= 0 && i < len(c.CloseWait) {
+					c.CloseWait[i].Close()
+				}
+				continue
+			}
 			if cmd != keepAliveCmd {
 				continue
 			}

@@ -134,7 +134,7 @@ func checkFirstLookHolds(t *testing.T, r *doctor.Report, code, pid int, lib, ver
 		}
 	}
 	if code < 1 || code > 2 {
-		t.Errorf("first look exits %d, want 1 (a warning)", code)
+		t.Errorf("first look exits %d, want 1 (a warning); blind %v (%s), notes %q", code, r.Blind, r.BlindReason, r.Notes)
 	}
 	t.Logf("first look: %s %s holds %v: %s; %s", lib, version, p.Sockets, w[0].Title, w[0].Ends)
 }

@@ -308,7 +308,7 @@ func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer
 			}
 			slept = o.dropReleased(ctx, s, rep)
 			last, at = s, s.Time
-			tracker.Add(s)
+			tracker.Add(ownSockets(s, q))
 			rep.Samples++
 			if rep.Start.IsZero() {
 				rep.Start = s.Time
@@ -327,6 +327,30 @@ func (o *Options) sample(ctx context.Context, q netstat.Query, tracker *analyzer
 		}
 	}
 	return last, perPID, fdSeries, nil
+}
+
+// ownSockets returns s with only the sockets a process holds when q names
+// processes: the others that KeepOthers kept are for CountPorts, and the
+// tracker never saw a restricted scan's unattributed sockets before them.
+// Unrestricted, s itself.
+func ownSockets(s *netstat.Snapshot, q netstat.Query) *netstat.Snapshot {
+	if len(q.PIDs) == 0 && q.Process == nil {
+		return s
+	}
+	n := 0
+	for i := range s.Sockets {
+		if s.Sockets[i].PID != 0 {
+			n++
+		}
+	}
+	v := *s
+	v.Sockets = make([]netstat.Socket, 0, n)
+	for i := range s.Sockets {
+		if s.Sockets[i].PID != 0 {
+			v.Sockets = append(v.Sockets, s.Sockets[i])
+		}
+	}
+	return &v
 }
 
 // dropReleased checks the held CLOSE sockets of s again HeldRecheck after

@@ -25,11 +25,12 @@ type Query struct {
 	// matches.
 	Process *regexp.Regexp
 	// KeepOthers keeps, in a scan PIDs or Process restrict, the other
-	// sockets of the selected processes' network namespaces, with PID 0:
-	// those no process holds (TIME_WAIT, orphans in FIN_WAIT or LAST_ACK)
-	// and other processes' (not attributed). A restricted scan otherwise
-	// leaves them out. They are what doctor counts the ephemeral ports in
-	// use toward a broker from.
+	// sockets of the selected processes' network namespaces toward an
+	// address a selected process has a socket to, with PID 0: those no
+	// process holds (TIME_WAIT, orphans in FIN_WAIT or LAST_ACK) and other
+	// processes' (not attributed). A restricted scan otherwise leaves them
+	// out. They are what doctor counts the ephemeral ports in use toward a
+	// broker from; sockets toward other addresses take none of those.
 	KeepOthers bool
 	// RemotePorts keeps sockets whose remote port is one of these.
 	RemotePorts []uint16

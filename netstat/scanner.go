@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime"
 	"slices"
@@ -781,17 +782,35 @@ func (s *Scanner) recheckPaths(groups []nsGroup) map[uint64]string {
 }
 
 // restrict keeps, with --pid or --process, only the selected processes'
-// sockets, and with others the unattributed ones too (Query.KeepOthers).
+// sockets, and with others the unattributed ones toward an address a
+// selected process has a socket to, in its namespace (Query.KeepOthers).
 func (s *Scanner) restrict(snap *Snapshot, sel selection, others bool) {
 	if !sel.restricted {
 		return
 	}
-	keep := make(map[int]bool, len(sel.cand)+1)
+	keep := make(map[int]bool, len(sel.cand))
 	for _, p := range sel.cand {
 		keep[p] = true
 	}
-	keep[0] = others
-	snap.Sockets = slices.DeleteFunc(snap.Sockets, func(x Socket) bool { return !keep[x.PID] })
+	type dest struct {
+		ns     uint64
+		remote netip.AddrPort
+	}
+	var toward map[dest]bool
+	if others {
+		toward = map[dest]bool{}
+		for _, x := range snap.Sockets {
+			if keep[x.PID] && x.State != Listen && x.Remote.IsValid() {
+				toward[dest{x.NetNS, x.Remote}] = true
+			}
+		}
+	}
+	snap.Sockets = slices.DeleteFunc(snap.Sockets, func(x Socket) bool {
+		if x.PID == 0 {
+			return !toward[dest{x.NetNS, x.Remote}]
+		}
+		return !keep[x.PID]
+	})
 }
 
 // sumStats keeps the attribution stats of the scan in lastStats (tests and

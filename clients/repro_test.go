@@ -576,12 +576,7 @@ func TestReproNetNSFranzGo(t *testing.T) {
 	if !res.NetNS || res.Client.Library != clients.FranzGo {
 		t.Fatalf("netns %v, client %s; stderr:\n%s", res.NetNS, res.Client, stderr)
 	}
-	var first *repro.Conn
-	for _, c := range res.Connections {
-		if c.Outcome == repro.OutcomeHeldClose && (first == nil || c.HeldCloseAtMS < first.HeldCloseAtMS) {
-			first = c
-		}
-	}
+	first := res.FirstHeldClose()
 	if first == nil {
 		t.Fatalf("no connection held in CLOSE: %s", res.Verdict)
 	}

@@ -114,6 +114,18 @@ type CommandOptions struct {
 	StopGrace time.Duration
 }
 
+// FirstHeldClose returns the connection that keepalive's reset turned
+// into a held CLOSE first (the earliest HeldCloseAtMS), nil when none did.
+func (r *CommandResult) FirstHeldClose() *Conn {
+	var first *Conn
+	for _, c := range r.Connections {
+		if c.Outcome == OutcomeHeldClose && (first == nil || c.HeldCloseAtMS < first.HeldCloseAtMS) {
+			first = c
+		}
+	}
+	return first
+}
+
 func (o CommandOptions) withDefaults() CommandOptions {
 	if o.Brokers <= 0 {
 		o.Brokers = 3

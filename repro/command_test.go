@@ -259,3 +259,20 @@ func TestTimelineDeferredRelease(t *testing.T) {
 		t.Errorf("fd held for 2.8 s: %+v, want held CLOSE", c)
 	}
 }
+
+// TestFirstHeldClose: of the connections keepalive reset into held CLOSE,
+// the one seen so first; none when no connection got there.
+func TestFirstHeldClose(t *testing.T) {
+	r := &CommandResult{Connections: []*Conn{
+		{Outcome: OutcomeHeldClose, HeldCloseAtMS: 9000},
+		{Outcome: OutcomeHeldCloseWait, HeldCloseAtMS: 0},
+		{Outcome: OutcomeHeldClose, HeldCloseAtMS: 4000},
+	}}
+	if c := r.FirstHeldClose(); c != r.Connections[2] {
+		t.Errorf("FirstHeldClose = %+v, want the one held CLOSE at 4000 ms", c)
+	}
+	r.Connections = r.Connections[1:2]
+	if c := r.FirstHeldClose(); c != nil {
+		t.Errorf("FirstHeldClose = %+v with no held CLOSE, want nil", c)
+	}
+}

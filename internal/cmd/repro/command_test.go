@@ -252,12 +252,7 @@ func TestNetNSHeldClose(t *testing.T) {
 	if !res.NetNS || res.FinTimeoutS != 2 {
 		t.Errorf("netns %v, fin timeout %d: %s", res.NetNS, res.FinTimeoutS, stderr)
 	}
-	var first *repro.Conn
-	for _, c := range res.Connections {
-		if c.Outcome == repro.OutcomeHeldClose && (first == nil || c.HeldCloseAtMS < first.HeldCloseAtMS) {
-			first = c
-		}
-	}
+	first := res.FirstHeldClose()
 	if first == nil {
 		t.Fatalf("no connection held in CLOSE (exit %d): %s", code, res.Verdict)
 	}

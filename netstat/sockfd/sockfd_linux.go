@@ -337,11 +337,39 @@ func byteOrder() binary.ByteOrder {
 	return binary.BigEndian
 }
 
+// maxInterrupted bounds bpfProgLoad's retries of a load the verifier gave
+// up on because a signal was pending (EAGAIN), as cilium/ebpf retries in
+// internal/sys.BPF; the bound keeps a storm from spinning here for ever.
+const maxInterrupted = 100
+
+// bpfProgLoad runs BPF_PROG_LOAD with every signal blocked on its thread.
+// The verifier returns EAGAIN whenever a signal is pending, and a process
+// that starts children gets SIGCHLD on any of its threads: CI's race run
+// once failed a load that way. Blocked, a process-wide signal goes to
+// another thread and a thread's own (the runtime's preemption SIGURG)
+// waits the few microseconds of the load; no Go code runs meanwhile.
 func bpfProgLoad(attr *progLoadAttr) (int, error) {
-	fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_LOAD, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr))
-	runtime.KeepAlive(attr)
-	if errno != 0 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^all.Val[i]
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
+		return -1, fmt.Errorf("block signals for the load: %w", err)
+	}
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	for try := 1; ; try++ {
+		fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_LOAD, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr))
+		runtime.KeepAlive(attr)
+		switch {
+		case errno == 0:
+			return int(fd), nil
+		case errno == unix.EAGAIN && try < maxInterrupted:
+			continue
+		case errno == unix.EAGAIN:
+			return -1, fmt.Errorf("the verifier was interrupted by a signal %d times in a row: %w", try, errno)
+		}
 		return -1, errno
 	}
-	return int(fd), nil
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -232,4 +233,50 @@ func pidNamespaceChild(t *testing.T) {
 		}
 	}
 	t.Logf("child checked: pid %d, %d processes with sockets", os.Getpid(), len(pids))
+}
+
+// TestLoadUnderSignals: a load whose thread keeps receiving signals, as a
+// process that starts children gets SIGCHLD, still succeeds. The verifier
+// gives up with EAGAIN when a signal is pending; CI's race run once saw
+// that as "resource temporarily unavailable".
+func TestLoadUnderSignals(t *testing.T) {
+	open(t, true).Close() // skips where there is no iterator to load
+	l, err := kernelLayout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	insns := program(l, true)
+	tids := make(chan int)
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tids <- syscall.Gettid()
+		var err error
+		for range 200 {
+			var fd int
+			if fd, err = loadProgram(insns, l.iterFunc); err != nil {
+				break
+			}
+			syscall.Close(fd)
+		}
+		done <- err
+	}()
+	tid, pid := <-tids, os.Getpid()
+	sent := 0
+	for {
+		select {
+		case err := <-done:
+			t.Logf("%d signals sent", sent)
+			if err != nil {
+				t.Fatalf("a load under signals: %v", err)
+			}
+			return
+		default:
+		}
+		if err := syscall.Tgkill(pid, tid, syscall.SIGCHLD); err != nil {
+			t.Fatal(err)
+		}
+		sent++
+	}
 }

@@ -85,6 +85,12 @@ func (it *Iterator) Each(fn func(FD) bool) error {
 		if err == io.EOF || (err == nil && m == 0) {
 			break
 		}
+		if errors.Is(err, unix.EAGAIN) {
+			// The kernel ends a read that visited a million fds
+			// (MAX_ITER_OBJECTS, kernel/bpf/bpf_iter.c) without a
+			// record; the next read goes on from there.
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,9 @@
 package sockfd
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -279,4 +281,154 @@ func TestLoadUnderSignals(t *testing.T) {
 		}
 		sent++
 	}
+}
+
+// TestEachPastQuietFDs: a pass goes on past a million fds in a row that
+// are not sockets. The kernel ends such a read with EAGAIN and nothing
+// read (MAX_ITER_OBJECTS); a pass that took that for an error saw no
+// socket of any later process. A child fills its fd table with dups of
+// /dev/null and starts enough cat processes, which inherit them all, for
+// two million quiet fds in a row, then a holder that listens behind
+// them, which the pass must list.
+func TestEachPastQuietFDs(t *testing.T) {
+	switch os.Getenv("KDIAG_SOCKFD_QUIET") {
+	case "dup":
+		quietFDsDup()
+		return
+	case "hold":
+		quietFDsHold()
+		return
+	}
+	it := open(t, false)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEachPastQuietFDs$")
+	cmd.Env = append(os.Environ(), "KDIAG_SOCKFD_QUIET=dup")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close() // every process of the chain exits at its EOF
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		s.Scan()
+		line <- s.Text()
+		io.Copy(io.Discard, stdout)
+	}()
+	var ino uint64
+	select {
+	case l := <-line:
+		if strings.HasPrefix(l, "skip: ") {
+			t.Skip(strings.TrimPrefix(l, "skip: "))
+		}
+		if _, err := fmt.Sscanf(l, "inode %d", &ino); err != nil {
+			t.Fatalf("the children said %q, want \"inode N\"", l)
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("the children did not open their fds within 2 minutes")
+	}
+	seen, fds := false, 0
+	if err := it.Each(func(x FD) bool {
+		seen = seen || x.Inode == ino
+		fds++
+		return true
+	}); err != nil {
+		t.Fatalf("a pass past a million quiet fds: %v", err)
+	}
+	if !seen {
+		t.Errorf("the listener behind a million quiet fds (inode %d) was not listed among %d socket fds", ino, fds)
+	}
+}
+
+// quietFDs is how many fds in a row that are not sockets
+// TestEachPastQuietFDs makes: twice MAX_ITER_OBJECTS, so that wherever
+// the read before them ends, a later one crosses a million.
+const quietFDs = 2_000_000
+
+// quietFDsDup raises its soft fd limit to the hard one and fills the table
+// with dups of /dev/null, which exec does not close (dup leaves
+// close-on-exec off); the cat processes and the holder it starts inherit
+// them all.
+func quietFDsDup() {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		fmt.Printf("skip: %v\n", err)
+		return
+	}
+	lim.Cur = lim.Max
+	perProc := int(lim.Max) - 600 // room for the holder's runtime and listener
+	cat, err := exec.LookPath("cat")
+	if perProc < 8000 || err != nil || syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) != nil {
+		fmt.Printf("skip: needs cat and a hard fd limit of 8600 or more (%d here)\n", lim.Max)
+		return
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		fmt.Printf("skip: %v\n", err)
+		return
+	}
+	for {
+		fd, err := syscall.Dup(int(null.Fd()))
+		if err != nil {
+			fmt.Printf("dup: %v\n", err)
+			os.Exit(1)
+		}
+		if fd >= perProc {
+			break
+		}
+	}
+	var cats []*exec.Cmd
+	for n := perProc; n < quietFDs; n += perProc {
+		c := exec.Command(cat)
+		c.Stdin = os.Stdin
+		if err := c.Start(); err != nil {
+			fmt.Printf("cat: %v\n", err)
+			os.Exit(1)
+		}
+		cats = append(cats, c)
+	}
+	holder := exec.Command(os.Args[0], "-test.run=^TestEachPastQuietFDs$")
+	holder.Env = append(os.Environ(), "KDIAG_SOCKFD_QUIET=hold")
+	holder.Stdin, holder.Stdout, holder.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err = holder.Run()
+	for _, c := range cats {
+		c.Wait()
+	}
+	if err != nil {
+		fmt.Printf("holder: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// quietFDsHold opens a listener above the inherited dups, says its inode,
+// and holds it until stdin ends.
+func quietFDsHold() {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		fmt.Printf("listen: %v\n", err)
+		os.Exit(1)
+	}
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		fmt.Printf("listener file: %v\n", err)
+		os.Exit(1)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		fmt.Printf("fstat: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("inode %d\n", st.Ino)
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
 }

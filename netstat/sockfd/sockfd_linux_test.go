@@ -364,8 +364,10 @@ func quietFDsDup() {
 		fmt.Printf("skip: %v\n", err)
 		return
 	}
-	lim.Cur = lim.Max
-	perProc := int(lim.Max) - 600 // room for the holder's runtime and listener
+	// Where the hard limit is huge (systemd's 2^30), a million and a bit
+	// in one table will do.
+	lim.Cur = min(lim.Max, quietFDs/2+100_000)
+	perProc := int(lim.Cur) - 600 // room for the holder's runtime and listener
 	cat, err := exec.LookPath("cat")
 	if perProc < 8000 || err != nil || syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) != nil {
 		fmt.Printf("skip: needs cat and a hard fd limit of 8600 or more (%d here)\n", lim.Max)

@@ -3,9 +3,7 @@
 package netstat
 
 import (
-	"bufio"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kdiag/kdiag/internal/testio"
 )
 
 // sysctlChild starts `unshare -n` running a shell that sets the namespace's
@@ -36,29 +35,11 @@ func sysctlChild(t *testing.T, vals [4]int) int {
 	script += "echo '" + childPorts + "' > /proc/sys/net/ipv4/" + portRangeFile + " && "
 	// read returns at EOF, when the test closes stdin; timeout bounds it.
 	script += "echo ready && exec timeout 60 sh -c \"read x\""
-	cmd := exec.Command("unshare", "-n", "sh", "-c", script)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	h := testio.StartHeld(t, exec.Command("unshare", "-n", "sh", "-c", script))
+	if line := h.Line(t, time.Minute); line != "ready" {
+		t.Fatalf("the namespace's shell said %q, want ready", line)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("the namespace's shell said %q (%v), want ready", line, err)
-	}
-	go io.Copy(io.Discard, stdout)
-	return cmd.Process.Pid
+	return h.Cmd.Process.Pid
 }
 
 // childPorts is the ephemeral port range sysctlChild sets.

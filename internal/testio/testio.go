@@ -3,7 +3,11 @@
 package testio
 
 import (
+	"bufio"
 	"bytes"
+	"io"
+	"os"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -42,5 +46,79 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %s waiting for: %s", d, what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Held is a child process started with its stdin held open by the test:
+// the children here run until their stdin ends, which the test's cleanup
+// (or Release) brings about.
+type Held struct {
+	Cmd   *exec.Cmd
+	Stdin io.WriteCloser
+	lines chan string
+}
+
+// StartHeld starts cmd with pipes on its stdin and stdout (stderr goes to
+// the test's, unless cmd sets it) and, at the test's end, closes its stdin
+// and waits for it, killing it after 10 s.
+func StartHeld(t testing.TB, cmd *exec.Cmd) *Held {
+	t.Helper()
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &Held{Cmd: cmd, Stdin: stdin, lines: make(chan string, 16)}
+	go func() {
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			h.lines <- s.Text()
+		}
+		close(h.lines)
+		io.Copy(io.Discard, stdout)
+	}()
+	t.Cleanup(h.Release)
+	return h
+}
+
+// Line returns the child's next line of output, and fails the test if none
+// comes within d or the output ends.
+func (h *Held) Line(t testing.TB, d time.Duration) string {
+	t.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			t.Fatalf("%s ended its output", h.Cmd.Path)
+		}
+		return l
+	case <-time.After(d):
+		t.Fatalf("%s wrote no line within %s", h.Cmd.Path, d)
+		return ""
+	}
+}
+
+// Release closes the child's stdin and waits for it to exit, killing it
+// after 10 s. It may be called more than once.
+func (h *Held) Release() {
+	h.Stdin.Close()
+	if h.Cmd.ProcessState != nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { h.Cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		h.Cmd.Process.Kill()
+		<-done
 	}
 }

@@ -2,9 +2,11 @@ package testio
 
 import (
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestSyncBufferConcurrent writes from several goroutines while reading; run
@@ -41,4 +43,23 @@ func TestSyncBufferConcurrent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHeld: a held child's lines come in order, and Release ends it by
+// closing its stdin (the shell's read returns at EOF), not by killing it.
+func TestHeld(t *testing.T) {
+	h := StartHeld(t, exec.Command("sh", "-c", "echo one; echo two; read x; echo after $?"))
+	for _, want := range []string{"one", "two"} {
+		if got := h.Line(t, time.Minute); got != want {
+			t.Fatalf("line %q, want %q", got, want)
+		}
+	}
+	h.Release()
+	if !h.Cmd.ProcessState.Success() {
+		t.Errorf("the child ended %v, want exit 0 at its stdin's end", h.Cmd.ProcessState)
+	}
+	if got := h.Line(t, time.Minute); got != "after 1" {
+		t.Errorf("after Release the child said %q, want \"after 1\" (read at EOF)", got)
+	}
+	h.Release() // again, at cleanup too: no second wait
 }

@@ -345,7 +345,9 @@ func byteOrder() binary.ByteOrder {
 
 // maxInterrupted bounds bpfProgLoad's retries of a load the verifier gave
 // up on because a signal was pending (EAGAIN), as cilium/ebpf retries in
-// internal/sys.BPF; the bound keeps a storm from spinning here for ever.
+// internal/sys.BPF. With signals blocked only SIGSTOP and SIGKILL can
+// still interrupt it (a stopped load comes back EAGAIN when continued);
+// the bound keeps a storm from spinning here for ever.
 const maxInterrupted = 100
 
 // bpfProgLoad runs BPF_PROG_LOAD with every signal blocked on its thread.

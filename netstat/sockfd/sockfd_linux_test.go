@@ -1,7 +1,6 @@
 package sockfd
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kdiag/kdiag/internal/testio"
 )
 
 // open returns an Iterator, or skips where the kernel or the user cannot
@@ -302,39 +303,14 @@ func TestEachPastQuietFDs(t *testing.T) {
 	it := open(t, false)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEachPastQuietFDs$")
 	cmd.Env = append(os.Environ(), "KDIAG_SOCKFD_QUIET=dup")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	// Every process of the chain exits at its stdin's end.
+	l := testio.StartHeld(t, cmd).Line(t, 2*time.Minute)
+	if reason, ok := strings.CutPrefix(l, "skip: "); ok {
+		t.Skip(reason)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close() // every process of the chain exits at its EOF
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(stdout)
-		s.Scan()
-		line <- s.Text()
-		io.Copy(io.Discard, stdout)
-	}()
 	var ino uint64
-	select {
-	case l := <-line:
-		if strings.HasPrefix(l, "skip: ") {
-			t.Skip(strings.TrimPrefix(l, "skip: "))
-		}
-		if _, err := fmt.Sscanf(l, "inode %d", &ino); err != nil {
-			t.Fatalf("the children said %q, want \"inode N\"", l)
-		}
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("the children did not open their fds within 2 minutes")
+	if _, err := fmt.Sscanf(l, "inode %d", &ino); err != nil {
+		t.Fatalf("the children said %q, want \"inode N\"", l)
 	}
 	seen, fds := false, 0
 	if err := it.Each(func(x FD) bool {

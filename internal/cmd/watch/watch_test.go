@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -25,6 +24,7 @@ import (
 	"github.com/kdiag/kdiag/internal/cmdutil"
 	"github.com/kdiag/kdiag/internal/sockettest"
 	"github.com/kdiag/kdiag/internal/testbin"
+	"github.com/kdiag/kdiag/internal/testio"
 	"github.com/kdiag/kdiag/metrics"
 	"github.com/kdiag/kdiag/netstat"
 	"github.com/kdiag/kdiag/netstat/events"
@@ -39,8 +39,7 @@ import (
 type leaker struct {
 	pid       int
 	closeAddr string
-	stdin     io.WriteCloser
-	out       *bufio.Scanner
+	held      *testio.Held
 	mu        sync.Mutex
 }
 
@@ -77,36 +76,10 @@ func buildLeaker(t *testing.T) string {
 
 func startLeaker(t *testing.T) *leaker {
 	t.Helper()
-	cmd := exec.Command(buildLeaker(t), "-lifetime", "90s")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	l := &leaker{stdin: stdin, out: bufio.NewScanner(stdout)}
-	if !l.out.Scan() {
-		t.Fatalf("leaker did not start")
-	}
+	l := &leaker{held: testio.StartHeld(t, exec.Command(buildLeaker(t), "-lifetime", "90s"))}
 	// "ready pid=N close=127.0.0.1:P keep=127.0.0.1:Q"
-	for _, f := range strings.Fields(l.out.Text()) {
+	ready := l.held.Line(t, time.Minute)
+	for _, f := range strings.Fields(ready) {
 		if v, ok := strings.CutPrefix(f, "pid="); ok {
 			l.pid, _ = strconv.Atoi(v)
 		}
@@ -115,7 +88,7 @@ func startLeaker(t *testing.T) *leaker {
 		}
 	}
 	if l.pid == 0 || l.closeAddr == "" {
-		t.Fatalf("leaker said %q", l.out.Text())
+		t.Fatalf("leaker said %q", ready)
 	}
 	return l
 }
@@ -125,11 +98,11 @@ func (l *leaker) do(t *testing.T, cmd string) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, err := fmt.Fprintln(l.stdin, cmd); err != nil {
+	if _, err := fmt.Fprintln(l.held.Stdin, cmd); err != nil {
 		t.Fatalf("leaker %s: %v", cmd, err)
 	}
-	if !l.out.Scan() || !strings.HasPrefix(l.out.Text(), "ok ") {
-		t.Fatalf("leaker %s: answered %q", cmd, l.out.Text())
+	if answer := l.held.Line(t, time.Minute); !strings.HasPrefix(answer, "ok ") {
+		t.Fatalf("leaker %s: answered %q", cmd, answer)
 	}
 }
 

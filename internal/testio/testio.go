@@ -70,15 +70,24 @@ func StartHeld(t testing.TB, cmd *exec.Cmd) *Held {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of its own, not cmd.StdoutPipe: Wait closes that pipe's read
+	// end as soon as the child exits, so Release would race the reader for
+	// the child's last lines and a Line after it could find the output
+	// cut. This read end is the reader's, closed at its EOF.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
 		t.Fatal(err)
 	}
 	h := &Held{Cmd: cmd, Stdin: stdin, lines: make(chan string, 16)}
 	go func() {
+		defer stdout.Close()
 		s := bufio.NewScanner(stdout)
 		for s.Scan() {
 			h.lines <- s.Text()

@@ -47,8 +47,13 @@ func TestSyncBufferConcurrent(t *testing.T) {
 
 // TestHeld: a held child's lines come in order, and Release ends it by
 // closing its stdin (the shell's read returns at EOF), not by killing it.
+// Every line the child wrote before it exited can still be read after
+// Release: more than the reader buffers (5000 lines, 24 KB: the pipe takes
+// them all and the child exits at once), so the reader is still
+// reading when the child exits (with cmd.StdoutPipe, Wait closed the pipe
+// under it and the last lines were lost).
 func TestHeld(t *testing.T) {
-	h := StartHeld(t, exec.Command("sh", "-c", "echo one; echo two; read x; echo after $?"))
+	h := StartHeld(t, exec.Command("sh", "-c", "echo one; echo two; read x; echo after $?; seq 5000"))
 	for _, want := range []string{"one", "two"} {
 		if got := h.Line(t, time.Minute); got != want {
 			t.Fatalf("line %q, want %q", got, want)
@@ -60,6 +65,11 @@ func TestHeld(t *testing.T) {
 	}
 	if got := h.Line(t, time.Minute); got != "after 1" {
 		t.Errorf("after Release the child said %q, want \"after 1\" (read at EOF)", got)
+	}
+	for i := 1; i <= 5000; i++ {
+		if got, want := h.Line(t, time.Minute), fmt.Sprint(i); got != want {
+			t.Fatalf("line %q after Release, want %q", got, want)
+		}
 	}
 	h.Release() // again, at cleanup too: no second wait
 }

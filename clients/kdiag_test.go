@@ -291,7 +291,13 @@ func identify(t *testing.T, pid int) Client {
 // catalog says.
 func testProduceOnDemand(t *testing.T, bin string) {
 	c := startCluster(t)
-	cmd := startKdiag(t, bin, "kdiag produce: sending", produceArgs(c, "--reader", "on-demand", "--set", "connections.max.idle.ms=-1")...)
+	// Ready once the first record is acknowledged, not at "sending": until
+	// then the producer has requests to write (ApiVersions, Metadata,
+	// InitProducerId, Produce), and a connection the broker closes between
+	// two of them is read at the next one and closed. A loaded machine
+	// showed such passing states (Recv-Q 0 or a response unread, then
+	// gone). After the ack nothing is sent for an hour.
+	cmd := startKdiag(t, bin, "message 0 delivered", produceArgs(c, "--reader", "on-demand", "--set", "connections.max.idle.ms=-1")...)
 	pid := cmd.Process.Pid
 	got := identify(t, pid)
 	if got.Library != KdiagProduce || got.Kdiag == nil || got.Kdiag.Role != RoleProducer || got.Kdiag.Producer == nil || got.NotAClient() {

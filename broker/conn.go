@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -89,10 +90,16 @@ func (l *listener) Accept() (net.Conn, error) {
 	tc.last.Store(now.UnixNano())
 	l.mu.Lock()
 	l.conns[tc] = struct{}{}
+	// Kafka's connection id (SocketServer's Processor.connectionId):
+	// "local-remote-index". The index tells apart two connections from
+	// the same client port, one closed and the next one open, which is
+	// what a client's reconnect often is: the log's readers follow each
+	// connection by it.
+	tc.id = fmt.Sprintf("%s-%s-%d", conn.LocalAddr(), conn.RemoteAddr(), l.cnt.Accepted)
 	l.cnt.Accepted++
 	l.cnt.Open++
 	l.mu.Unlock()
-	l.c.log.Info("accepted connection", "node", l.node, "remote", conn.RemoteAddr().String(), "local", conn.LocalAddr().String())
+	l.c.log.Info("accepted connection", "node", l.node, "remote", conn.RemoteAddr().String(), "local", conn.LocalAddr().String(), "connection", tc.id)
 	return tc, nil
 }
 
@@ -176,6 +183,7 @@ func (l *listener) counts() Counts {
 type trackedConn struct {
 	net.Conn
 	l        *listener
+	id       string // Kafka's connection id, logged with each event
 	accepted time.Time
 	last     atomic.Int64 // UnixNano of the last read or write of at least one byte
 
@@ -379,7 +387,7 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 		c.roomHanded(h.NoResponse)
 		c.pending = frame
 		if log := c.l.c.log; log.Enabled(context.Background(), slog.LevelDebug) {
-			log.Debug("request", "node", c.l.node, "remote", c.Conn.RemoteAddr().String(), "api", h.String(), "correlation", h.Correlation, "bytes", len(frame))
+			log.Debug("request", "node", c.l.node, "remote", c.Conn.RemoteAddr().String(), "api", h.String(), "correlation", h.Correlation, "bytes", len(frame), "connection", c.id)
 		}
 	}
 	n := copy(b, c.pending)
@@ -496,6 +504,7 @@ func (c *trackedConn) closeFor(r Reason) error {
 		"reason", string(reason),
 		"age", now.Sub(c.accepted).Round(time.Millisecond).String(),
 		"idle_for", now.Sub(c.lastActivity()).Round(time.Millisecond).String(),
+		"connection", c.id,
 	}
 	if detail != "" {
 		attrs = append(attrs, "error", detail)

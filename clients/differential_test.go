@@ -44,17 +44,21 @@ func (c connRecord) String() string {
 	return fmt.Sprintf("node %d: %s; closed by %s", c.Node, strings.Join(c.Requests, ", "), c.Closed)
 }
 
-// recorder is a broker logger that keeps, per client address, the
-// connection's requests and close, in accept order.
+// recorder is a broker logger that keeps, per connection (the broker's
+// connection id: a client may reconnect from the port it just closed), its
+// requests and close, in accept order.
 type recorder struct {
-	mu       sync.Mutex
-	order    []string
-	conns    map[string]*connRecord
-	lastReq  time.Time // the last request's, or the recorder's start
-	idleShut []string
+	mu      sync.Mutex
+	order   []string               // connection ids
+	conns   map[string]*connRecord // by connection id
+	remotes map[string]string      // connection id to client address
+	latest  map[string]string      // client address to its newest connection id
+	lastReq time.Time              // the last request's, or the recorder's start
 }
 
-func newRecorder() *recorder { return &recorder{conns: map[string]*connRecord{}, lastReq: time.Now()} }
+func newRecorder() *recorder {
+	return &recorder{conns: map[string]*connRecord{}, remotes: map[string]string{}, latest: map[string]string{}, lastReq: time.Now()}
+}
 
 func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
 func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
@@ -64,13 +68,14 @@ func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 	rec.Attrs(func(a slog.Attr) bool { at[a.Key] = a.Value.String(); return true })
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	remote := at["remote"]
+	id := at["connection"]
 	switch rec.Message {
 	case "accepted connection":
-		r.order = append(r.order, remote)
-		r.conns[remote] = &connRecord{Node: -99, Closed: "open"}
+		r.order = append(r.order, id)
+		r.conns[id] = &connRecord{Node: -99, Closed: "open"}
+		r.remotes[id], r.latest[at["remote"]] = at["remote"], id
 	case "request":
-		c := r.conns[remote]
+		c := r.conns[id]
 		if c == nil {
 			return nil
 		}
@@ -82,14 +87,13 @@ func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 		c.Requests = append(c.Requests, api)
 		r.lastReq = time.Now()
 	case "closed connection":
-		c := r.conns[remote]
+		c := r.conns[id]
 		if c == nil {
 			return nil
 		}
 		switch broker.Reason(at["reason"]) {
 		case broker.ReasonIdle:
 			c.Closed = "broker (idle)"
-			r.idleShut = append(r.idleShut, remote)
 		case broker.ReasonClientClosed, broker.ReasonClientReset:
 			c.Closed = "client"
 		default:
@@ -172,9 +176,9 @@ func (r *recorder) open() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
-	for _, a := range r.order {
-		if r.conns[a].Closed == "open" {
-			out = append(out, a)
+	for _, id := range r.order {
+		if r.conns[id].Closed == "open" {
+			out = append(out, r.remotes[id])
 		}
 	}
 	return out
@@ -184,7 +188,7 @@ func (r *recorder) open() []string {
 func (r *recorder) isOpen(remote string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.conns[remote]
+	c := r.conns[r.latest[remote]]
 	return c != nil && c.Closed == "open"
 }
 

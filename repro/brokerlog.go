@@ -23,6 +23,9 @@ type BrokerEvent struct {
 	// "remote"; Broker the broker's own ("127.0.0.1:9092"), for accepts.
 	Client string
 	Broker string
+	// Conn is the broker's connection id, Kafka's "local-remote-index":
+	// two connections from the same client port have two.
+	Conn string
 	// API is a request's "Metadata (key 3) v12".
 	API string
 	// Reason, IdleFor and Age are a close's: who closed it, how long it
@@ -87,6 +90,8 @@ func (b *brokerLog) Handle(ctx context.Context, r slog.Record) error {
 				ev.Client = a.Value.String()
 			case "local":
 				ev.Broker = a.Value.String()
+			case "connection":
+				ev.Conn = a.Value.String()
 			case "api":
 				ev.API = a.Value.String()
 			case "reason":

@@ -77,11 +77,11 @@ func TestTimeline(t *testing.T) {
 	const b0, b1 = "127.0.0.1:9092", "127.0.0.1:9093"
 	tl := newTimeline(start, []string{b0, b1})
 	ev := []BrokerEvent{
-		{At: at(100), Kind: "accepted", Node: 0, Client: "127.0.0.1:40001", Broker: b0},
-		{At: at(110), Kind: "accepted", Node: 1, Client: "127.0.0.1:40002", Broker: b1},
-		{At: at(120), Kind: "accepted", Node: 1, Client: "127.0.0.1:40003", Broker: b1},
-		{At: at(150), Kind: "request", Client: "127.0.0.1:40001", API: "Metadata (key 3) v12"},
-		{At: at(160), Kind: "request", Client: "127.0.0.1:40001", API: "Produce (key 0) v11"},
+		{At: at(100), Kind: "accepted", Node: 0, Client: "127.0.0.1:40001", Conn: "c1", Broker: b0},
+		{At: at(110), Kind: "accepted", Node: 1, Client: "127.0.0.1:40002", Conn: "c2", Broker: b1},
+		{At: at(120), Kind: "accepted", Node: 1, Client: "127.0.0.1:40003", Conn: "c3", Broker: b1},
+		{At: at(150), Kind: "request", Client: "127.0.0.1:40001", Conn: "c1", API: "Metadata (key 3) v12"},
+		{At: at(160), Kind: "request", Client: "127.0.0.1:40001", Conn: "c1", API: "Produce (key 0) v11"},
 	}
 	tl.events(ev)
 	s := tl.sample(at(200), []netstat.Socket{sock(netstat.Established, 40001, b0, 11, 0), sock(netstat.Established, 40002, b1, 12, 0),
@@ -90,10 +90,10 @@ func TestTimeline(t *testing.T) {
 		t.Errorf("sample: %+v, want 3 ESTABLISHED to the brokers (not the one to 10.0.0.9)", s)
 	}
 	ev = append(ev,
-		BrokerEvent{At: at(3000), Kind: "closed", Client: "127.0.0.1:40001", Reason: broker.ReasonIdle, IdleFor: 2840 * time.Millisecond},
-		BrokerEvent{At: at(3000), Kind: "closed", Client: "127.0.0.1:40002", Reason: broker.ReasonIdle, IdleFor: 2890 * time.Millisecond},
-		BrokerEvent{At: at(3100), Kind: "closed", Client: "127.0.0.1:40003", Reason: broker.ReasonClientClosed},
-		BrokerEvent{At: at(3050), Kind: "accepted", Node: 0, Client: "127.0.0.1:40004", Broker: b0},
+		BrokerEvent{At: at(3000), Kind: "closed", Client: "127.0.0.1:40001", Conn: "c1", Reason: broker.ReasonIdle, IdleFor: 2840 * time.Millisecond},
+		BrokerEvent{At: at(3000), Kind: "closed", Client: "127.0.0.1:40002", Conn: "c2", Reason: broker.ReasonIdle, IdleFor: 2890 * time.Millisecond},
+		BrokerEvent{At: at(3100), Kind: "closed", Client: "127.0.0.1:40003", Conn: "c3", Reason: broker.ReasonClientClosed},
+		BrokerEvent{At: at(3050), Kind: "accepted", Node: 0, Client: "127.0.0.1:40004", Conn: "c4", Broker: b0},
 	)
 	tl.events(ev)
 	s = tl.sample(at(3200), []netstat.Socket{sock(netstat.CloseWait, 40002, b1, 12, 1), sock(netstat.Established, 40004, b0, 15, 0)}, nil)
@@ -238,10 +238,10 @@ func TestTimelineDeferredRelease(t *testing.T) {
 	const b0 = "127.0.0.1:9092"
 	tl := newTimeline(start, []string{b0})
 	tl.events([]BrokerEvent{
-		{At: at(100), Kind: "accepted", Node: 0, Client: "127.0.0.1:40001", Broker: b0},
-		{At: at(110), Kind: "accepted", Node: 0, Client: "127.0.0.1:40002", Broker: b0},
-		{At: at(3000), Kind: "closed", Client: "127.0.0.1:40001", Reason: broker.ReasonIdle, IdleFor: 2900 * time.Millisecond},
-		{At: at(3000), Kind: "closed", Client: "127.0.0.1:40002", Reason: broker.ReasonIdle, IdleFor: 2890 * time.Millisecond},
+		{At: at(100), Kind: "accepted", Node: 0, Client: "127.0.0.1:40001", Conn: "c1", Broker: b0},
+		{At: at(110), Kind: "accepted", Node: 0, Client: "127.0.0.1:40002", Conn: "c2", Broker: b0},
+		{At: at(3000), Kind: "closed", Client: "127.0.0.1:40001", Conn: "c1", Reason: broker.ReasonIdle, IdleFor: 2900 * time.Millisecond},
+		{At: at(3000), Kind: "closed", Client: "127.0.0.1:40002", Conn: "c2", Reason: broker.ReasonIdle, IdleFor: 2890 * time.Millisecond},
 	})
 	tl.sample(at(200), []netstat.Socket{sock(netstat.Established, 40001, b0, 11, 0), sock(netstat.Established, 40002, b0, 12, 0)}, nil)
 	both := func(pid, fd int, inode uint64) bool { return pid == 42 && (inode == 11 || inode == 12) }
@@ -274,5 +274,64 @@ func TestFirstHeldClose(t *testing.T) {
 	r.Connections = r.Connections[1:2]
 	if c := r.FirstHeldClose(); c != nil {
 		t.Errorf("FirstHeldClose = %+v with no held CLOSE, want nil", c)
+	}
+}
+
+// TestTimelinePortReused: a client that closes a connection the broker
+// closed and reconnects from the same port (Linux often gives it back) has
+// two connections at one address. Each keeps its own story: the first,
+// held in CLOSE_WAIT and then closed, is not "held to the end" for want of
+// a sample without a socket at its address, and does not take the second
+// one's socket; one held CLOSE by its fd stays held while its port serves
+// a new connection. CI's race run met the first case with Java's blocking
+// callback.
+func TestTimelinePortReused(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	const b0 = "127.0.0.1:9092"
+	tl := newTimeline(start, []string{b0})
+	ev := []BrokerEvent{
+		{At: at(100), Kind: "accepted", Node: 0, Client: "127.0.0.1:40001", Broker: b0, Conn: "a1"},
+		{At: at(110), Kind: "accepted", Node: 0, Client: "127.0.0.1:40002", Broker: b0, Conn: "b1"},
+		{At: at(3000), Kind: "closed", Client: "127.0.0.1:40001", Reason: broker.ReasonIdle, IdleFor: 2900 * time.Millisecond, Conn: "a1"},
+		{At: at(3000), Kind: "closed", Client: "127.0.0.1:40002", Reason: broker.ReasonIdle, IdleFor: 2890 * time.Millisecond, Conn: "b1"},
+	}
+	tl.events(ev)
+	tl.sample(at(200), []netstat.Socket{sock(netstat.Established, 40001, b0, 11, 0), sock(netstat.Established, 40002, b0, 12, 0)}, nil)
+	tl.sample(at(3200), []netstat.Socket{sock(netstat.CloseWait, 40001, b0, 11, 1), sock(netstat.CloseWait, 40002, b0, 12, 1)}, nil)
+	// Keepalive resets the second (its fd stays); the first is still
+	// in CLOSE_WAIT.
+	heldB := func(pid, fd int, inode uint64) bool { return pid == 42 && inode == 12 }
+	tl.sample(at(9000), []netstat.Socket{sock(netstat.CloseWait, 40001, b0, 11, 1)}, heldB)
+	// The client closes the first and reconnects from both ports.
+	ev = append(ev,
+		BrokerEvent{At: at(12000), Kind: "closed", Client: "127.0.0.1:40001", Reason: broker.ReasonClientClosed, Conn: "a1"},
+		BrokerEvent{At: at(12010), Kind: "accepted", Node: 0, Client: "127.0.0.1:40001", Broker: b0, Conn: "a2"},
+		BrokerEvent{At: at(12020), Kind: "accepted", Node: 0, Client: "127.0.0.1:40002", Broker: b0, Conn: "b2"},
+	)
+	tl.events(ev)
+	tl.sample(at(12100), []netstat.Socket{sock(netstat.Established, 40001, b0, 21, 0), sock(netstat.Established, 40002, b0, 22, 0)}, heldB)
+	ev = append(ev,
+		BrokerEvent{At: at(15000), Kind: "closed", Client: "127.0.0.1:40001", Reason: broker.ReasonIdle, Conn: "a2"},
+		BrokerEvent{At: at(15000), Kind: "closed", Client: "127.0.0.1:40002", Reason: broker.ReasonIdle, Conn: "b2"},
+	)
+	tl.events(ev)
+	tl.sample(at(15200), nil, heldB)
+	tl.finish(3*time.Second, 16000)
+
+	if len(tl.conns) != 4 {
+		t.Fatalf("%d connections, want 4", len(tl.conns))
+	}
+	a1, b1, a2, b2 := tl.conns[0], tl.conns[1], tl.conns[2], tl.conns[3]
+	if a1.Outcome != OutcomeClosedLater || a1.GoneMS != 12100 || a1.CloseWaitMS != 5800 || a1.HeldCloseMS != 0 {
+		t.Errorf("first connection from 40001: %+v (outcome %q), want held CLOSE_WAIT 5.8 s, then closed, gone at 12100", *a1, a1.Outcome)
+	}
+	if b1.Outcome != OutcomeHeldClose || b1.GoneMS != -1 || b1.HeldCloseMS != 6200 {
+		t.Errorf("first connection from 40002: %+v (outcome %q), want held CLOSE from 9000 to the end", *b1, b1.Outcome)
+	}
+	for _, c := range []*Conn{a2, b2} {
+		if c.Outcome != OutcomeClosedAtOnce || c.inode != uint64(20+c.ID-2) || c.CloseWaitMS != 0 {
+			t.Errorf("second connection %s: %+v (outcome %q), want its own socket, closed at once", c, *c, c.Outcome)
+		}
 	}
 }

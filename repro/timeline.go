@@ -94,19 +94,29 @@ type Conn struct {
 func (c *Conn) HeldMS() int64 { return c.CloseWaitMS + c.HeldCloseMS }
 
 // timeline builds the Conns from the broker's events and the samples.
+//
+// The broker's connection id, not the client's address, names a
+// connection: a client that reconnects often gets the port it just closed,
+// and the old connection must not take the new one's socket for its own
+// (nor be left "held to the end" when the new one replaces it).
 type timeline struct {
-	started  time.Time
-	brokers  map[string]bool // the cluster's addresses
-	conns    []*Conn
-	byClient map[string]*Conn // open, or closed by the broker and followed
-	byInode  map[uint64]*Conn
+	started time.Time
+	brokers map[string]bool // the cluster's addresses
+	conns   []*Conn
+	byID    map[string]*Conn // by the broker's connection id
+	// followed are the connections the samples follow: open, or closed
+	// by the broker and not yet gone. latest is the newest connection
+	// from each client address to each broker: the one a socket found at
+	// that address belongs to.
+	followed []*Conn
+	latest   map[string]*Conn
 	next     int // events handled
 	others   map[string]bool
 }
 
 func newTimeline(started time.Time, brokerAddrs []string) *timeline {
-	tl := &timeline{started: started, brokers: map[string]bool{}, byClient: map[string]*Conn{},
-		byInode: map[uint64]*Conn{}, others: map[string]bool{}}
+	tl := &timeline{started: started, brokers: map[string]bool{}, byID: map[string]*Conn{},
+		latest: map[string]*Conn{}, others: map[string]bool{}}
 	for _, a := range brokerAddrs {
 		tl.brokers[a] = true
 	}
@@ -132,14 +142,16 @@ func (tl *timeline) events(evs []BrokerEvent) {
 				}
 			}
 			tl.conns = append(tl.conns, c)
-			tl.byClient[ev.Client] = c
+			tl.byID[ev.Conn] = c
+			tl.followed = append(tl.followed, c)
+			tl.latest[addrKey(c.Client, c.Broker)] = c
 		case "request":
-			if c := tl.byClient[ev.Client]; c != nil && c.ClosedMS < 0 {
+			if c := tl.byID[ev.Conn]; c != nil && c.ClosedMS < 0 {
 				c.Requests++
 				c.LastRequestMS = tl.ms(ev.At)
 			}
 		case "closed":
-			c := tl.byClient[ev.Client]
+			c := tl.byID[ev.Conn]
 			if c == nil || c.ClosedMS >= 0 {
 				continue
 			}
@@ -147,19 +159,45 @@ func (tl *timeline) events(evs []BrokerEvent) {
 			switch ev.Reason {
 			case broker.ReasonIdle:
 				c.ClosedBy = "broker"
+				continue // followed until the client lets it go
 			case broker.ReasonClientClosed, broker.ReasonClientReset:
 				c.ClosedBy = "client"
-				delete(tl.byClient, ev.Client)
 			case broker.ReasonShutdown:
 				c.ClosedBy = "kdiag"
-				delete(tl.byClient, ev.Client)
 			default:
 				c.ClosedBy = string(ev.Reason)
-				delete(tl.byClient, ev.Client)
 			}
+			tl.unfollow(c)
 		}
 	}
 	tl.next = len(evs)
+}
+
+// unfollow stops following c.
+func (tl *timeline) unfollow(c *Conn) {
+	tl.followed = slices.DeleteFunc(tl.followed, func(f *Conn) bool { return f == c })
+}
+
+// addrKey names a client address toward a broker.
+func addrKey(client, broker string) string { return client + ">" + broker }
+
+// socketOf is c's socket in a sample's sockets by address, or nil. The
+// events are applied before the sample's scan (watch.sample), so a socket
+// at an address a newer connection has since taken is that one's: the
+// kernel lets a client port go to the same broker again only once the
+// old socket has left its tables (the old one may still be held CLOSE,
+// which the caller finds by inode). A socket whose inode differs from the
+// one c was seen with is another's too.
+func (tl *timeline) socketOf(c *Conn, local map[string]*netstat.Socket) *netstat.Socket {
+	key := addrKey(c.Client, c.Broker)
+	so := local[key]
+	if so == nil || tl.latest[key] != c {
+		return nil
+	}
+	if c.inode != 0 && so.Inode != 0 && so.Inode != c.inode {
+		return nil
+	}
+	return so
 }
 
 // FDHolds says whether process pid's fd is still the socket of inode. A
@@ -200,7 +238,7 @@ func (tl *timeline) sample(now time.Time, socks []netstat.Socket, holds FDHolds)
 			}
 			continue
 		}
-		local[unmap(so.Local).String()] = so
+		local[addrKey(unmap(so.Local).String(), remote)] = so
 		switch so.State {
 		case netstat.Established:
 			s.Established++
@@ -211,13 +249,13 @@ func (tl *timeline) sample(now time.Time, socks []netstat.Socket, holds FDHolds)
 			s.Other++
 		}
 	}
-	for addr, c := range tl.byClient {
-		tl.follow(c, now, local[addr], held, holds)
+	for _, c := range slices.Clone(tl.followed) {
+		tl.follow(c, now, tl.socketOf(c, local), held, holds)
 		if c.heldNow {
 			s.HeldClose++
 		}
 		if c.ClosedBy == "broker" && c.GoneMS >= 0 {
-			delete(tl.byClient, addr)
+			tl.unfollow(c)
 		}
 	}
 	return s
@@ -231,9 +269,8 @@ func (tl *timeline) follow(c *Conn, now time.Time, so *netstat.Socket, held map[
 	c.heldNow = false
 	if so != nil {
 		c.PID, c.fd = so.PID, so.FD
-		if so.Inode != 0 && c.inode != so.Inode {
+		if so.Inode != 0 {
 			c.inode = so.Inode
-			tl.byInode[so.Inode] = c
 		}
 		if so.State == netstat.CloseWait {
 			if c.cwFirst.IsZero() {

@@ -117,6 +117,11 @@ func (w *watch) loop(ctx context.Context) {
 // sample takes one sample of the tree's sockets and returns when it was
 // complete.
 func (w *watch) sample(ctx context.Context) time.Time {
+	// The broker's events first, then the scan: every connection the
+	// timeline knows was accepted before the scan began, so a socket at a
+	// client address the scan finds is the newest connection's from it
+	// (timeline.socketOf).
+	w.tl.events(w.log.snapshot())
 	pids := w.tree.live()
 	var socks []netstat.Socket
 	if len(pids) > 0 {
@@ -133,7 +138,6 @@ func (w *watch) sample(ctx context.Context) time.Time {
 		}
 	}
 	now := time.Now()
-	w.tl.events(w.log.snapshot())
 	s := w.tl.sample(now, socks, ProcFDHolds(w.o.ProcRoot))
 	w.res.Series = append(w.res.Series, s)
 	if w.res.FirstConnectMS < 0 && len(w.tl.conns) > 0 {

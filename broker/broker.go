@@ -7,8 +7,9 @@
 // that leaves a client which does not read idle connections in CLOSE_WAIT.
 //
 // Every accept and close is logged through slog with the remote address, the
-// broker's node id and, for a close, why: idle, client closed (EOF), client
-// reset, shutdown.
+// broker's node id, Kafka's connection id ("local-remote-index": a client's
+// reconnect from the port it just closed gets a new one) and, for a close,
+// why: idle, client closed (EOF), client reset, shutdown.
 //
 // Its resources are bounded, so that it can run for days under a test: the
 // request bytes it holds across all connections (Config.MaxQueuedRequestBytes,

@@ -64,8 +64,9 @@ that does not read idle connections keeps each connection the broker closed in
 CLOSE_WAIT (a passive close) until it writes on it again or closes it.
 
 Every accept and close is logged to stderr with the client's address, the broker's
-node id and why it closed: idle (the broker's timeout), client closed (EOF),
-invalid request, shutdown. On exit kdiag prints how many connections each broker
+node id, Kafka's connection id (local-remote-index, new for each connection even
+from the same client port) and why it closed: idle (the broker's timeout), client
+closed (EOF), invalid request, shutdown. On exit kdiag prints how many connections each broker
 accepted and who closed them.
 
 Every request is checked before the embedded cluster reads it, as a real broker's

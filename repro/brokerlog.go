@@ -113,9 +113,13 @@ func (b *brokerLog) Handle(ctx context.Context, r slog.Record) error {
 	return nil
 }
 
-// snapshot returns the events so far, in the order logged.
+// snapshot returns the events so far, in the order logged. It shares the
+// log's array rather than copying it at every sample: events are only ever
+// appended, so the ones it returns are never written again, and its capped
+// capacity keeps a caller's append off the log's own.
 func (b *brokerLog) snapshot() []BrokerEvent {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]BrokerEvent(nil), *b.events...)
+	n := len(*b.events)
+	return (*b.events)[:n:n]
 }

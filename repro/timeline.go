@@ -249,15 +249,13 @@ func (tl *timeline) sample(now time.Time, socks []netstat.Socket, holds FDHolds)
 			s.Other++
 		}
 	}
-	for _, c := range slices.Clone(tl.followed) {
+	for _, c := range tl.followed {
 		tl.follow(c, now, tl.socketOf(c, local), held, holds)
 		if c.heldNow {
 			s.HeldClose++
 		}
-		if c.ClosedBy == "broker" && c.GoneMS >= 0 {
-			tl.unfollow(c)
-		}
 	}
+	tl.followed = slices.DeleteFunc(tl.followed, func(c *Conn) bool { return c.ClosedBy == "broker" && c.GoneMS >= 0 })
 	return s
 }
 
